@@ -1,0 +1,53 @@
+import { Router, type Request, type Response } from 'express';
+import { execute, validate, type GraphQLSchema } from 'graphql';
+import { AppError, toAppError } from '../src/common/errors';
+import type { RequestContext } from '../src/server/context';
+import { sendError, sendJson } from '../src/server/http.helpers';
+import type { RestRoute } from './route';
+
+export interface RestRouterOptions {
+  schema: GraphQLSchema;
+  routes: RestRoute[];
+  contextOf: (req: Request, res: Response) => RequestContext;
+}
+
+/** Refuses to start when a route's document does not match the schema. */
+export function validateRoutes(schema: GraphQLSchema, routes: RestRoute[]): void {
+  const problems = routes.flatMap((r) => validate(schema, r.document).map((e) => `${r.method.toUpperCase()} ${r.path}: ${e.message}`));
+  if (problems.length) throw new Error(`REST compatibility documents do not match the schema:\n${problems.join('\n')}`);
+}
+
+/** Runs each route's pre-parsed GraphQL document in-process, with the request's own context. */
+export function createRestRouter({ schema, routes, contextOf }: RestRouterOptions): Router {
+  validateRoutes(schema, routes);
+  const router = Router();
+  for (const r of routes) {
+    router[r.method](r.path, async (req, res) => {
+      const context = contextOf(req, res);
+      try {
+        const result = await execute({
+          schema,
+          document: r.document,
+          variableValues: r.variables(req) as Record<string, unknown>,
+          contextValue: context,
+        });
+        if (result.errors?.length) {
+          const [first] = result.errors;
+          // Variable coercion errors have no original error: the request did not fit the schema.
+          const { error, unexpected } = first.originalError ? toAppError(first.originalError) : { error: new AppError('BAD_REQUEST', first.message), unexpected: false };
+          if (unexpected) context.log.error({ err: first.originalError }, 'unexpected error');
+          return sendError(req, res, error);
+        }
+        const out = r.respond(result.data as never, req);
+        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+        if (out.body === undefined) return void res.status(out.status ?? 204).end();
+        sendJson(req, res, out.status ?? 200, out.body);
+      } catch (err) {
+        const { error, unexpected } = toAppError(err);
+        if (unexpected) context.log.error({ err }, 'unexpected error');
+        sendError(req, res, error);
+      }
+    });
+  }
+  return router;
+}

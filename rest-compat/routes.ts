@@ -1,0 +1,5 @@
+import type { RestRoute } from './route';
+import { tokenRoutes } from './routes/tokens.routes';
+
+/** The whole REST compatibility table, one entry per legacy path. */
+export const restRoutes: RestRoute[] = [...tokenRoutes];

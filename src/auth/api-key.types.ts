@@ -1,0 +1,55 @@
+import { Field, ID, InputType, ObjectType } from 'type-graphql';
+import { Connection } from '../server/graphql.helpers';
+import type { ApiKey } from './api-key.entity';
+
+@ObjectType('ApiKey', { description: 'A long-lived credential. Its value is shown only when it is created.' })
+export class ApiKeyType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => ID, { nullable: true, description: 'Set for an organisation token.' })
+  teamId!: string | null;
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  @Field(() => Date, { nullable: true })
+  lastUsedAt!: Date | null;
+
+  @Field(() => Date, { nullable: true })
+  revokedAt!: Date | null;
+
+  static from(key: ApiKey): ApiKeyType {
+    return Object.assign(new ApiKeyType(), {
+      id: key.id,
+      name: key.name,
+      teamId: key.ownerType === 'team' ? key.ownerId : null,
+      createdAt: key.createdAt,
+      lastUsedAt: key.lastUsedAt,
+      revokedAt: key.revokedAt,
+    });
+  }
+}
+
+export const ApiKeyConnection = Connection(ApiKeyType, 'ApiKey');
+
+@ObjectType()
+export class CreatedApiKey {
+  @Field(() => ApiKeyType)
+  apiKey!: ApiKeyType;
+
+  @Field(() => String, { description: 'The key itself. Store it now: it cannot be shown again.' })
+  value!: string;
+}
+
+@InputType()
+export class CreateApiKeyInput {
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => ID, { nullable: true, description: 'Makes the key an organisation token of this team.' })
+  teamId?: string | null;
+}

@@ -1,0 +1,52 @@
+import type { Config } from '../config';
+import { AppError } from '../common/errors';
+import { isUuid } from '../teams/team.service';
+import type { UserService } from '../users/user.service';
+import type { ApiKeyService } from './api-key.service';
+import type { Principal } from './principal';
+import type { TokenVerifier } from './token-verifier';
+
+export interface Credentials {
+  authorization?: string;
+  apiKey?: string;
+}
+
+/** Turns the one credential of a request into a principal (null when there is none). */
+export class Authenticator {
+  constructor(
+    private readonly config: Config,
+    private readonly verifier: TokenVerifier,
+    private readonly users: UserService,
+    private readonly apiKeys: ApiKeyService,
+  ) {}
+
+  async authenticate({ authorization, apiKey }: Credentials): Promise<Principal | null> {
+    if (authorization !== undefined && apiKey !== undefined) {
+      throw new AppError('UNAUTHENTICATED', 'send exactly one credential: an Authorization header or an API key header');
+    }
+    if (apiKey !== undefined) return this.fromApiKey(apiKey.trim());
+    if (authorization === undefined) return null;
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match) throw new AppError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"');
+    const token = match[1];
+    return isUuid(token) ? this.fromApiKey(token) : this.fromUserToken(token);
+  }
+
+  private async fromUserToken(token: string): Promise<Principal> {
+    const claims = await this.verifier.verify(token);
+    const user = await this.users.upsertFromClaims(claims);
+    return { user, team: null, credential: 'user_token', apiKeyId: null, isAdmin: this.config.adminSubjects.includes(user.subject) };
+  }
+
+  private async fromApiKey(value: string): Promise<Principal> {
+    const key = isUuid(value) ? await this.apiKeys.resolve(value) : null;
+    if (!key) throw new AppError('UNAUTHENTICATED', 'unknown or revoked API key');
+    return {
+      user: key.createdBy,
+      team: key.team,
+      credential: 'api_key',
+      apiKeyId: key.id,
+      isAdmin: !key.team && this.config.adminSubjects.includes(key.createdBy.subject),
+    };
+  }
+}

@@ -1,0 +1,103 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+
+export type ErrorCode =
+  | 'BAD_REQUEST'
+  | 'VALIDATION_FAILED'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'RATE_LIMITED'
+  | 'BAD_GATEWAY'
+  | 'UNAVAILABLE'
+  | 'INTERNAL';
+
+const httpStatus: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  VALIDATION_FAILED: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  BAD_GATEWAY: 502,
+  UNAVAILABLE: 503,
+};
+
+/** Field name -> what is wrong with it. */
+export type ErrorDetails = Record<string, string>;
+
+/** The one error class of the service: a code clients can branch on and a human message. */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetails,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  static notFound(what: string): AppError {
+    return new AppError('NOT_FOUND', `${what} not found`);
+  }
+
+  static validation(details: ErrorDetails): AppError {
+    const fields = Object.keys(details);
+    return new AppError('VALIDATION_FAILED', `invalid ${fields.join(', ')}: ${Object.values(details)[0]}`, details);
+  }
+}
+
+export function httpStatusOf(code: string): number {
+  return httpStatus[code as ErrorCode] ?? 500;
+}
+
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && code in httpStatus;
+}
+
+/** Errors raised by the database driver when the server is gone or refusing connections. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08006', '08001', '08003'].includes(e.code ?? ''))
+    return true;
+  return /Connection terminated|Knex: Timeout acquiring a connection|connection is closed/i.test(e.message ?? '');
+}
+
+/** Turns anything thrown into an AppError; unknown errors become INTERNAL (the caller logs them). */
+export function toAppError(err: unknown): { error: AppError; unexpected: boolean } {
+  if (err instanceof AppError) return { error: err, unexpected: false };
+  if (err instanceof GraphQLError && err.originalError) return toAppError(err.originalError);
+  if (isDatabaseUnavailable(err)) {
+    return { error: new AppError('UNAVAILABLE', 'the database is unavailable, try again shortly', undefined, 5), unexpected: false };
+  }
+  return { error: new AppError('INTERNAL', 'internal error'), unexpected: true };
+}
+
+/** The REST error body of DESIGN.md. */
+export function restErrorBody(error: AppError, requestId?: string) {
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details ? { details: error.details } : {}),
+      ...(requestId && error.code === 'INTERNAL' ? { request_id: requestId } : {}),
+    },
+  };
+}
+
+/** GraphQL errors carry the same code in extensions.code. */
+export function graphqlErrorExtensions(error: AppError, requestId?: string): GraphQLFormattedError['extensions'] {
+  return {
+    code: error.code,
+    ...(error.details ? { details: error.details } : {}),
+    ...(requestId && error.code === 'INTERNAL' ? { requestId } : {}),
+  };
+}

@@ -1,0 +1,74 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityName, FilterQuery, FindOptions } from '@mikro-orm/core';
+import { AppError } from './errors';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+
+export interface PageArgs {
+  first?: number | null;
+  after?: string | null;
+}
+
+export interface Page<T> {
+  items: T[];
+  endCursor: string | null;
+  hasNextPage: boolean;
+}
+
+interface Keyed {
+  id: string;
+  createdAt: Date;
+}
+
+export function encodeCursor(row: Keyed): string {
+  return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  try {
+    const [iso, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
+    const createdAt = new Date(iso);
+    if (typeof id !== 'string' || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    return { createdAt, id };
+  } catch {
+    throw AppError.validation({ cursor: 'is not a cursor this service issued' });
+  }
+}
+
+export function pageSize(first: number | null | undefined): number {
+  if (first === undefined || first === null) return DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE_SIZE) {
+    throw AppError.validation({ first: `must be an integer between 1 and ${MAX_PAGE_SIZE}` });
+  }
+  return first;
+}
+
+/** Keyset pagination, newest first: stable under inserts, one indexed query per page. */
+export async function findPage<T extends Keyed>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  where: FilterQuery<T>,
+  args: PageArgs,
+  options: { populate?: readonly string[] } = {},
+): Promise<Page<T>> {
+  const limit = pageSize(args.first);
+  let filter = where;
+  if (args.after) {
+    const { createdAt, id } = decodeCursor(args.after);
+    filter = {
+      $and: [where, { $or: [{ createdAt: { $lt: createdAt } }, { createdAt, id: { $lt: id } }] }],
+    } as FilterQuery<T>;
+  }
+  const rows = await em.find(entity, filter, {
+    populate: options.populate,
+    orderBy: { createdAt: 'desc', id: 'desc' },
+    limit: limit + 1,
+  } as FindOptions<T>);
+  const items = rows.slice(0, limit) as T[];
+  return { items, hasNextPage: rows.length > limit, endCursor: items.length ? encodeCursor(items[items.length - 1]) : null };
+}
+
+export function mapPage<T, U>(page: Page<T>, fn: (item: T) => U): Page<U> {
+  return { ...page, items: page.items.map(fn) };
+}

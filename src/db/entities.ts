@@ -1,0 +1,6 @@
+import { ApiKey } from '../auth/api-key.entity';
+import { Team, TeamMember } from '../teams/team.entity';
+import { User } from '../users/user.entity';
+
+/** Every entity of the service; each module appends its own here. */
+export const entities = [User, Team, TeamMember, ApiKey];

@@ -1,0 +1,45 @@
+import 'reflect-metadata';
+import { ConfigError, loadConfig } from './config';
+import { createLogger } from './common/logger';
+import { startRuntime } from './server/bootstrap';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel);
+  const runtime = await startRuntime(config, log);
+  if (config.roles.includes('api')) {
+    const port = await runtime.app.listen();
+    log.info({ url: config.publicUrl, port, graphql: `${config.publicUrl}/graphql` }, 'API listening');
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    try {
+      await runtime.stop();
+      log.info('stopped cleanly');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

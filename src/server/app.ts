@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { expressMiddleware } from '@as-integrations/express5';
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { GraphQLFormattedError } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import pinoHttp from 'pino-http';
+import { WebSocketServer } from 'ws';
+import { createRestRouter } from '../../rest-compat/router';
+import { restRoutes } from '../../rest-compat/routes';
+import type { Credentials } from '../auth/authenticator';
+import type { Principal } from '../auth/principal';
+import type { Config } from '../config';
+import { AppError, graphqlErrorExtensions, isErrorCode, toAppError } from '../common/errors';
+import type { Logger } from '../common/logger';
+import type { RequestContext } from './context';
+import { graphiqlRoutes } from './graphiql';
+import { sendError, sendJson } from './http.helpers';
+import { buildAppSchema } from './schema';
+import type { Services } from './services';
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  orm: MikroORM;
+  services: Services;
+  /** Extra routers mounted before authentication (the development identity provider). */
+  publicRoutes?: { path: string; router: express.Router }[];
+}
+
+export interface App {
+  server: http.Server;
+  listen(port?: number, host?: string): Promise<number>;
+  /** Stops accepting, lets in-flight requests finish (bounded), closes websockets. */
+  close(): Promise<void>;
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. */
+function formatGraphQLError(log: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = (error as { originalError?: unknown }).originalError;
+    const requestId = (formatted.extensions?.requestId as string) ?? undefined;
+    if (original === undefined || original === null || (original as Error).name === 'GraphQLError') {
+      // Parse, validation and variable errors: the request's fault. Keep graphql's message.
+      const code = formatted.extensions?.code;
+      return { ...formatted, extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' } };
+    }
+    const { error: appError, unexpected } = toAppError(original);
+    if (unexpected) log.error({ err: original, path: formatted.path }, 'unexpected error in a resolver');
+    return {
+      message: appError.message,
+      locations: formatted.locations,
+      path: formatted.path,
+      extensions: graphqlErrorExtensions(appError, requestId),
+    };
+  };
+}
+
+/** HTTP status of a GraphQL answer: 401/503 when every error says so and there is no data. */
+const statusPlugin: ApolloServerPlugin<RequestContext> = {
+  async requestDidStart() {
+    return {
+      async willSendResponse({ response }) {
+        if (response.body.kind !== 'single') return;
+        const { errors, data } = response.body.singleResult;
+        if (!errors?.length || data) return;
+        const codes = new Set(errors.map((e) => e.extensions?.code));
+        if (codes.size === 1 && (codes.has('UNAUTHENTICATED') || codes.has('UNAVAILABLE'))) {
+          response.http.status = codes.has('UNAUTHENTICATED') ? 401 : 503;
+        }
+      },
+    };
+  },
+};
+
+export async function createApp({ config, log, orm, services, publicRoutes = [] }: AppDeps): Promise<App> {
+  const schema = buildAppSchema(services);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  const server = http.createServer(app);
+
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger: log,
+      genReqId: (_req, res) => res.locals?.requestId ?? randomUUID(),
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+    }),
+  );
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (req, res) => {
+    try {
+      await Promise.race([
+        orm.em.getConnection().execute('select 1'),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
+      ]);
+      res.json({ status: 'ready' });
+    } catch {
+      sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
+    }
+  });
+  for (const { path, router } of publicRoutes) app.use(path, router);
+  if (config.graphqlIde) app.use(graphiqlRoutes());
+
+  app.use(express.json({ limit: config.maxBodyBytes, type: JSON_TYPES }));
+
+  const contextOf = (req: Request, res: Response): RequestContext => ({
+    requestId: res.locals.requestId,
+    principal: (res.locals.principal as Principal | null) ?? null,
+    log: req.log ?? log,
+  });
+
+  const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => {
+    const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
+    return { authorization: one(headers.authorization), apiKey: one(headers[config.apiKeyHeader]) };
+  };
+
+  // Every API request authenticates first: a bad credential is a 401, whatever the path.
+  const authenticate = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      res.locals.principal = await services.authenticator.authenticate(credentialsOf(req.headers));
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+  app.use(['/graphql', '/api'], authenticate);
+
+  const armor = new ApolloArmor({
+    maxDepth: { n: 10 },
+    maxAliases: { n: 15 },
+    maxDirectives: { n: 20 },
+    maxTokens: { n: 2000 },
+    costLimit: { maxCost: 5000 },
+    blockFieldSuggestion: { enabled: config.nodeEnv === 'production' },
+  }).protect();
+  const apollo = new ApolloServer<RequestContext>({
+    schema,
+    introspection: config.graphqlIntrospection,
+    allowBatchedHttpRequests: false,
+    includeStacktraceInErrorResponses: false,
+    validationRules: armor.validationRules,
+    plugins: [...armor.plugins, ApolloServerPluginLandingPageDisabled(), statusPlugin],
+    formatError: formatGraphQLError(log),
+  });
+  await apollo.start();
+  app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
+
+  app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
+
+  app.use((req, res) => sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`)));
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = err as { type?: string; status?: number };
+    let error: AppError;
+    if (e?.type === 'entity.parse.failed') error = new AppError('BAD_REQUEST', 'the body is not valid JSON');
+    else if (e?.type === 'entity.too.large') error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${config.maxBodyBytes} bytes`);
+    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    else if (e?.status && e.status >= 400 && e.status < 500) error = new AppError('BAD_REQUEST', 'malformed request');
+    else {
+      const mapped = toAppError(err);
+      if (mapped.unexpected) (req.log ?? log).error({ err }, 'unexpected error');
+      error = mapped.error;
+    }
+    if (res.headersSent) return res.end();
+    sendError(req, res, error);
+  });
+
+  // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
+  const wss = new WebSocketServer({ server, path: '/graphql' });
+  const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
+    {
+      schema,
+      onConnect: async (ctx) => {
+        const params = ctx.connectionParams ?? {};
+        const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+        try {
+          ctx.extra.principal = await services.authenticator.authenticate({
+            authorization: str(params.authorization ?? params.Authorization),
+            apiKey: str(params[config.apiKeyHeader] ?? params.apiKey),
+          });
+          return true;
+        } catch {
+          return false; // graphql-ws closes with 4403 Forbidden
+        }
+      },
+      context: (ctx): RequestContext => ({ requestId: randomUUID(), principal: ctx.extra.principal ?? null, log }),
+    },
+    wss,
+  );
+
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    listen: (port = config.port, host = config.host) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+      }),
+    close: () =>
+      (closing ??= (async () => {
+        const done = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Idle keep-alive sockets would hold close() open; busy ones finish their request first.
+        server.closeIdleConnections();
+        const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+        const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+        for (const client of wss.clients) client.close(1001, 'server shutting down');
+        await wsCleanup.dispose();
+        await done;
+        clearInterval(idleSweep);
+        clearTimeout(deadline);
+        await apollo.stop();
+      })()),
+  };
+}

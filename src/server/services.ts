@@ -1,0 +1,18 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ApiKeyService } from '../auth/api-key.service';
+import { Authenticator } from '../auth/authenticator';
+import type { TokenVerifier } from '../auth/token-verifier';
+import type { Config } from '../config';
+import { TeamService } from '../teams/team.service';
+import { UserService } from '../users/user.service';
+
+/** The service singletons of one process. Each forks its own EntityManager per call. */
+export function createServices(config: Config, orm: MikroORM, verifier: TokenVerifier) {
+  const users = new UserService(orm);
+  const teams = new TeamService(orm);
+  const apiKeys = new ApiKeyService(orm, teams);
+  const authenticator = new Authenticator(config, verifier, users, apiKeys);
+  return { users, teams, apiKeys, authenticator };
+}
+
+export type Services = ReturnType<typeof createServices>;

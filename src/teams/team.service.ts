@@ -1,0 +1,59 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { requireUserToken, type Principal } from '../auth/principal';
+import { AppError } from '../common/errors';
+import { findPage, type Page, type PageArgs } from '../common/pagination';
+import { Team, TeamMember, type TeamRole } from './team.entity';
+
+export interface TeamView {
+  team: Team;
+  role: TeamRole;
+}
+
+export function validateName(name: unknown, field = 'name'): string {
+  const trimmed = typeof name === 'string' ? name.trim() : '';
+  if (!trimmed) throw AppError.validation({ [field]: 'is required' });
+  if (trimmed.length > 100) throw AppError.validation({ [field]: 'must be at most 100 characters' });
+  return trimmed;
+}
+
+export class TeamService {
+  constructor(private readonly orm: MikroORM) {}
+
+  async create(principal: Principal, input: { name: string }): Promise<TeamView> {
+    requireUserToken(principal, 'create teams');
+    const name = validateName(input.name);
+    const em = this.orm.em.fork();
+    const team = em.create(Team, { name, createdBy: principal.user.id });
+    em.create(TeamMember, { team, user: principal.user.id, role: 'owner' });
+    await em.flush();
+    return { team, role: 'owner' };
+  }
+
+  /** A user token lists the user's teams; a team token lists only its own team. */
+  async list(principal: Principal, args: PageArgs): Promise<Page<TeamView>> {
+    const em = this.orm.em.fork();
+    const where = principal.team
+      ? { team: principal.team.id, user: principal.user.id }
+      : { user: principal.user.id };
+    const page = await findPage(em, TeamMember, where, args, { populate: ['team'] });
+    return { ...page, items: page.items.map((m) => ({ team: m.team, role: m.role })) };
+  }
+
+  /** The membership of the principal's user in a team, or 404 (a foreign team looks missing). */
+  async requireRole(principal: Principal, teamId: string, roles: TeamRole[]): Promise<TeamMember> {
+    requireUserToken(principal, 'act for another team');
+    const em = this.orm.em.fork();
+    const membership = isUuid(teamId)
+      ? await em.findOne(TeamMember, { team: teamId, user: principal.user.id }, { populate: ['team'] })
+      : null;
+    if (!membership) throw AppError.notFound('team');
+    if (!roles.includes(membership.role)) throw new AppError('FORBIDDEN', `only a team ${roles.join(' or ')} can do this`);
+    return membership;
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}

@@ -1,0 +1,12 @@
+import { Query, Resolver } from 'type-graphql';
+import type { Principal } from '../auth/principal';
+import { CurrentPrincipal } from '../server/graphql.helpers';
+import { ViewerType } from './user.types';
+
+@Resolver(() => ViewerType)
+export class UserResolver {
+  @Query(() => ViewerType, { description: 'Who the credential belongs to.' })
+  me(@CurrentPrincipal() principal: Principal): ViewerType {
+    return ViewerType.from(principal);
+  }
+}

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { VerifiedClaims } from '../auth/token-verifier';
+import { User } from './user.entity';
+
+type ProfileFields = Pick<User, 'username' | 'email' | 'emailVerified' | 'name' | 'nickname' | 'picture' | 'phoneNumber'>;
+
+function profileFromClaims(claims: VerifiedClaims): ProfileFields {
+  const str = (v: unknown) => (typeof v === 'string' && v.length <= 1000 ? v : null);
+  return {
+    username: str(claims.preferred_username) ?? str(claims.nickname) ?? str(claims.email) ?? claims.sub,
+    email: str(claims.email),
+    emailVerified: claims.email_verified === true,
+    name: str(claims.name),
+    nickname: str(claims.nickname),
+    picture: str(claims.picture),
+    phoneNumber: str(claims.phone_number),
+  };
+}
+
+export class UserService {
+  constructor(private readonly orm: MikroORM) {}
+
+  /** Creates the user on first sight of its `sub`, and keeps the profile in step with the claims. */
+  async upsertFromClaims(claims: VerifiedClaims): Promise<User> {
+    const em = this.orm.em.fork();
+    const profile = profileFromClaims(claims);
+    const existing = await em.findOne(User, { subject: claims.sub });
+    if (existing) {
+      const changed = (Object.keys(profile) as (keyof ProfileFields)[]).some((k) => existing[k] !== profile[k]);
+      if (changed) {
+        em.assign(existing, profile);
+        await em.flush();
+      }
+      return existing;
+    }
+    // Two first requests of the same user may race: the unique subject decides, both get the row.
+    await em
+      .createQueryBuilder(User)
+      .insert({ id: randomUUID(), subject: claims.sub, ...profile, createdAt: new Date(), updatedAt: new Date() })
+      .onConflict('subject')
+      .ignore()
+      .execute();
+    return em.findOneOrFail(User, { subject: claims.sub }, { refresh: true });
+  }
+}
