@@ -10,8 +10,14 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/config.ts.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read configuration through src/config.ts.' },
+      ],
     },
   },
-  { files: ['src/config.ts', 'test/**', 'bench/**', 'scripts/**'], rules: { 'no-restricted-properties': 'off' } },
+  {
+    files: ['src/config.ts', 'test/**', 'bench/**', 'scripts/**'],
+    rules: { 'no-restricted-properties': 'off' },
+  },
 );

@@ -1,7 +1,20 @@
 /** Jest runs TypeScript through swc. ESM-only packages (jose, openid-client, oidc-provider and
  * their ESM dependencies) are transformed to CommonJS too, since jest's module system cannot
  * require() ES modules the way Node 20.19+ does. */
-const esmOnly = ['jose', 'openid-client', 'oauth4webapi', 'oidc-provider', 'file-type', 'strtok3', 'token-types', 'peek-readable', 'uint8array-extras', '@tokenizer', 'nanoid', 'quick-lru'];
+const esmOnly = [
+  'jose',
+  'openid-client',
+  'oauth4webapi',
+  'oidc-provider',
+  'file-type',
+  'strtok3',
+  'token-types',
+  'peek-readable',
+  'uint8array-extras',
+  '@tokenizer',
+  'nanoid',
+  'quick-lru',
+];
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/src', '<rootDir>/test', '<rootDir>/rest-compat'],

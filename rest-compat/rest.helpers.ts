@@ -6,7 +6,8 @@ import type { RestResponse } from './route';
 export function body(req: Request): Record<string, unknown> {
   const b: unknown = req.body;
   if (b === undefined) throw new AppError('BAD_REQUEST', 'a JSON body is required');
-  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw new AppError('BAD_REQUEST', 'the JSON body must be an object');
+  if (typeof b !== 'object' || b === null || Array.isArray(b))
+    throw new AppError('BAD_REQUEST', 'the JSON body must be an object');
   return b as Record<string, unknown>;
 }
 
@@ -21,7 +22,8 @@ function queryString(req: Request, name: string): string | undefined {
 export function pageVariables(req: Request): { first?: number; after?: string } {
   const limit = queryString(req, 'limit');
   const cursor = queryString(req, 'cursor');
-  if (limit !== undefined && !/^\d{1,4}$/.test(limit)) throw AppError.validation({ limit: 'must be a positive integer' });
+  if (limit !== undefined && !/^\d{1,4}$/.test(limit))
+    throw AppError.validation({ limit: 'must be a positive integer' });
   return { first: limit === undefined ? undefined : Number(limit), after: cursor || undefined };
 }
 

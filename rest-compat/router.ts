@@ -13,8 +13,11 @@ export interface RestRouterOptions {
 
 /** Refuses to start when a route's document does not match the schema. */
 export function validateRoutes(schema: GraphQLSchema, routes: RestRoute[]): void {
-  const problems = routes.flatMap((r) => validate(schema, r.document).map((e) => `${r.method.toUpperCase()} ${r.path}: ${e.message}`));
-  if (problems.length) throw new Error(`REST compatibility documents do not match the schema:\n${problems.join('\n')}`);
+  const problems = routes.flatMap((r) =>
+    validate(schema, r.document).map((e) => `${r.method.toUpperCase()} ${r.path}: ${e.message}`),
+  );
+  if (problems.length)
+    throw new Error(`REST compatibility documents do not match the schema:\n${problems.join('\n')}`);
 }
 
 /** Runs each route's pre-parsed GraphQL document in-process, with the request's own context. */
@@ -33,8 +36,11 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
         });
         if (result.errors?.length) {
           const [first] = result.errors;
-          // Variable coercion errors have no original error: the request did not fit the schema.
-          const { error, unexpected } = first.originalError ? toAppError(first.originalError) : { error: new AppError('BAD_REQUEST', first.message), unexpected: false };
+          // Without data the request itself did not fit the schema (variable coercion): 400.
+          const { error, unexpected } =
+            result.data === undefined
+              ? { error: new AppError('BAD_REQUEST', first.message), unexpected: false }
+              : toAppError(first.originalError ?? first);
           if (unexpected) context.log.error({ err: first.originalError }, 'unexpected error');
           return sendError(req, res, error);
         }

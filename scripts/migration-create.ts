@@ -22,11 +22,18 @@ async function main() {
     const config = ormConfig({ clientUrl: db.url });
     const orm = await MikroORM.init({
       ...config,
-      migrations: { ...config.migrations, path: migrationsDir, emit: 'ts', fileName: (ts, name) => `Migration${ts}${name ? '_' + name : ''}` },
+      migrations: {
+        ...config.migrations,
+        path: migrationsDir,
+        emit: 'ts',
+        fileName: (ts, name) => `Migration${ts}${name ? '_' + name : ''}`,
+      },
     });
     await orm.getMigrator().up();
     const result = await orm.getMigrator().createMigration(migrationsDir, false, false, process.argv[2]);
-    console.log(result.diff.up.length ? `created ${result.fileName}` : 'schema is up to date, no migration created');
+    console.log(
+      result.diff.up.length ? `created ${result.fileName}` : 'schema is up to date, no migration created',
+    );
     await orm.close();
   } finally {
     await db.stop();

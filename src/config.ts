@@ -16,6 +16,7 @@ export interface Config {
   databaseUrl: string | undefined;
   oidcIssuer: string | undefined;
   oidcAudience: string | undefined;
+  oidcJwksCooldownSeconds: number;
   oidcClientId: string;
   oidcClientSecret: string;
   apiKeyHeader: string;
@@ -115,7 +116,8 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   const publicUrl = p.url('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`)!;
   const roles = p.list('ROLES');
   const badRoles = roles.filter((r) => !['api', 'worker', 'bridge'].includes(r));
-  if (badRoles.length) p.problems.push(`ROLES: unknown role(s) ${badRoles.join(', ')}; use api, worker, bridge`);
+  if (badRoles.length)
+    p.problems.push(`ROLES: unknown role(s) ${badRoles.join(', ')}; use api, worker, bridge`);
   const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
   const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
@@ -137,6 +139,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     databaseUrl: p.url('DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
     oidcIssuer: p.url('OIDC_ISSUER', undefined),
     oidcAudience: p.raw('OIDC_AUDIENCE'),
+    oidcJwksCooldownSeconds: p.int('OIDC_JWKS_COOLDOWN_SECONDS', 30, 0, 3600),
     oidcClientId: p.str('OIDC_CLIENT_ID', 'media-platform-dev'),
     oidcClientSecret: p.str('OIDC_CLIENT_SECRET', 'media-platform-dev-secret'),
     apiKeyHeader,

@@ -19,7 +19,12 @@ const apiKeyJson = (k: RestApiKeyFragment) => ({
   revoked_at: k.revokedAt,
 });
 
-const teamJson = (t: RestTeamFragment) => ({ id: t.id, name: t.name, role: t.role.toLowerCase(), created_at: t.createdAt });
+const teamJson = (t: RestTeamFragment) => ({
+  id: t.id,
+  name: t.name,
+  role: t.role.toLowerCase(),
+  created_at: t.createdAt,
+});
 
 /** API keys (`/api/v1/tokens`) and teams (`/api/v1/teams`); see docs/rest-compat.md. */
 export const tokenRoutes = [
@@ -31,13 +36,19 @@ export const tokenRoutes = [
       const b = body(req);
       return { input: { name: b.name as string, teamId: optionalString(b, 'team_id') } };
     },
-    respond: ({ createApiKey }) => ({ status: 201, body: { ...apiKeyJson(createApiKey.apiKey), token: createApiKey.value } }),
+    respond: ({ createApiKey }) => ({
+      status: 201,
+      body: { ...apiKeyJson(createApiKey.apiKey), token: createApiKey.value },
+    }),
   }),
   route({
     method: 'get',
     path: '/api/v1/tokens',
     document: ListApiKeysDocument,
-    variables: (req) => ({ ...pageVariables(req), teamId: typeof req.query.team_id === 'string' ? req.query.team_id : undefined }),
+    variables: (req) => ({
+      ...pageVariables(req),
+      teamId: typeof req.query.team_id === 'string' ? req.query.team_id : undefined,
+    }),
     respond: ({ apiKeys }, req) => listResponse(req, apiKeys, apiKeyJson),
   }),
   route({

@@ -9,18 +9,27 @@ import type { Principal } from './principal';
 export class ApiKeyResolver {
   constructor(private readonly service: ApiKeyService) {}
 
-  @Query(() => ApiKeyConnection, { description: "The principal's API keys, or a team's when its owner names it." })
+  @Query(() => ApiKeyConnection, {
+    description: "The principal's API keys, or a team's when its owner names it.",
+  })
   async apiKeys(
     @CurrentPrincipal() principal: Principal,
     @Arg('teamId', () => ID, { nullable: true }) teamId?: string,
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
-    return toConnection(await this.service.list(principal, { teamId }, { first, after }), ApiKeyType.from, encodeCursor);
+    return toConnection(
+      await this.service.list(principal, { teamId }, { first, after }),
+      ApiKeyType.from,
+      encodeCursor,
+    );
   }
 
   @Mutation(() => CreatedApiKey)
-  async createApiKey(@CurrentPrincipal() principal: Principal, @Arg('input') input: CreateApiKeyInput): Promise<CreatedApiKey> {
+  async createApiKey(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('input') input: CreateApiKeyInput,
+  ): Promise<CreatedApiKey> {
     const { key, value } = await this.service.create(principal, input);
     return { apiKey: ApiKeyType.from(key), value };
   }

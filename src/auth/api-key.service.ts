@@ -20,7 +20,10 @@ export class ApiKeyService {
   ) {}
 
   /** Creates a key for the user, or for a team the user owns. The value is returned only here. */
-  async create(principal: Principal, input: { name: string; teamId?: string | null }): Promise<{ key: ApiKey; value: string }> {
+  async create(
+    principal: Principal,
+    input: { name: string; teamId?: string | null },
+  ): Promise<{ key: ApiKey; value: string }> {
     requireUserToken(principal, 'create API keys');
     const name = validateName(input.name);
     const membership = input.teamId ? await this.teams.requireRole(principal, input.teamId, ['owner']) : null;

@@ -22,7 +22,10 @@ export class Authenticator {
 
   async authenticate({ authorization, apiKey }: Credentials): Promise<Principal | null> {
     if (authorization !== undefined && apiKey !== undefined) {
-      throw new AppError('UNAUTHENTICATED', 'send exactly one credential: an Authorization header or an API key header');
+      throw new AppError(
+        'UNAUTHENTICATED',
+        'send exactly one credential: an Authorization header or an API key header',
+      );
     }
     if (apiKey !== undefined) return this.fromApiKey(apiKey.trim());
     if (authorization === undefined) return null;
@@ -35,7 +38,13 @@ export class Authenticator {
   private async fromUserToken(token: string): Promise<Principal> {
     const claims = await this.verifier.verify(token);
     const user = await this.users.upsertFromClaims(claims);
-    return { user, team: null, credential: 'user_token', apiKeyId: null, isAdmin: this.config.adminSubjects.includes(user.subject) };
+    return {
+      user,
+      team: null,
+      credential: 'user_token',
+      apiKeyId: null,
+      isAdmin: this.config.adminSubjects.includes(user.subject),
+    };
   }
 
   private async fromApiKey(value: string): Promise<Principal> {

@@ -20,7 +20,10 @@ export interface SigningKey {
 export async function loadDevSigningKey(dataDir: string): Promise<SigningKey> {
   const file = path.join(dataDir, 'oidc', 'signing-key.json');
   if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as SigningKey;
-  const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+  const { privateKey, publicKey } = await generateKeyPair('RS256', {
+    modulusLength: 2048,
+    extractable: true,
+  });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
   const key: SigningKey = {

@@ -32,6 +32,8 @@ export interface TokenVerifier {
 interface VerifierOptions {
   issuer: string;
   audience?: string;
+  /** Least time between two JWKS fetches caused by unknown key ids. */
+  cooldownSeconds?: number;
 }
 
 class JoseVerifier implements TokenVerifier {
@@ -54,9 +56,15 @@ class JoseVerifier implements TokenVerifier {
       return payload as VerifiedClaims;
     } catch (err) {
       if (err instanceof joseErrors.JWKSTimeout || (err instanceof Error && err.name === 'TypeError')) {
-        throw new AppError('UNAVAILABLE', 'the identity provider is unreachable, try again shortly', undefined, 5);
+        throw new AppError(
+          'UNAVAILABLE',
+          'the identity provider is unreachable, try again shortly',
+          undefined,
+          5,
+        );
       }
-      if (err instanceof joseErrors.JOSEError) throw new AppError('UNAUTHENTICATED', `invalid token: ${describe(err)}`);
+      if (err instanceof joseErrors.JOSEError)
+        throw new AppError('UNAUTHENTICATED', `invalid token: ${describe(err)}`);
       throw err;
     }
   }
@@ -64,7 +72,8 @@ class JoseVerifier implements TokenVerifier {
 
 function describe(err: InstanceType<typeof joseErrors.JOSEError>): string {
   if (err instanceof joseErrors.JWTExpired) return 'expired';
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return `claim "${err.claim}" ${err.reason === 'check_failed' ? 'is not accepted' : 'is missing or malformed'}`;
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return `claim "${err.claim}" ${err.reason === 'check_failed' ? 'is not accepted' : 'is missing or malformed'}`;
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'signing algorithm not allowed';
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'signature verification failed';
   if (err instanceof joseErrors.JWKSNoMatchingKey) return 'no matching signing key';
@@ -76,16 +85,28 @@ function describe(err: InstanceType<typeof joseErrors.JOSEError>): string {
  * discovery document (fetched once, again after a failure); jose caches the keys and refetches
  * them on an unknown `kid`, at most once per cooldown.
  */
-export function discoveryVerifier({ issuer, audience }: VerifierOptions): TokenVerifier {
+export function discoveryVerifier({
+  issuer,
+  audience,
+  cooldownSeconds = 30,
+}: VerifierOptions): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
   const load = async (): Promise<JWTVerifyGetKey> => {
-    const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`${issuer}/.well-known/openid-configuration`, {
+      signal: AbortSignal.timeout(5000),
+    });
     if (!res.ok) throw new Error(`discovery answered ${res.status}`);
     const doc = (await res.json()) as { issuer?: string; jwks_uri?: string };
     if (doc.issuer !== issuer || typeof doc.jwks_uri !== 'string') {
-      throw new Error(`discovery document of ${issuer} names issuer ${doc.issuer} and jwks_uri ${doc.jwks_uri}`);
+      throw new Error(
+        `discovery document of ${issuer} names issuer ${doc.issuer} and jwks_uri ${doc.jwks_uri}`,
+      );
     }
-    return createRemoteJWKSet(new URL(doc.jwks_uri), { cooldownDuration: 30_000, cacheMaxAge: 600_000, timeoutDuration: 5000 });
+    return createRemoteJWKSet(new URL(doc.jwks_uri), {
+      cooldownDuration: cooldownSeconds * 1000,
+      cacheMaxAge: 600_000,
+      timeoutDuration: 5000,
+    });
   };
   return new JoseVerifier(issuer, audience, async () => {
     keys ??= load();
@@ -93,7 +114,12 @@ export function discoveryVerifier({ issuer, audience }: VerifierOptions): TokenV
       return await keys;
     } catch {
       keys = undefined;
-      throw new AppError('UNAVAILABLE', 'the identity provider is unreachable, try again shortly', undefined, 5);
+      throw new AppError(
+        'UNAVAILABLE',
+        'the identity provider is unreachable, try again shortly',
+        undefined,
+        5,
+      );
     }
   });
 }

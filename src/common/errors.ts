@@ -50,7 +50,11 @@ export class AppError extends Error {
 
   static validation(details: ErrorDetails): AppError {
     const fields = Object.keys(details);
-    return new AppError('VALIDATION_FAILED', `invalid ${fields.join(', ')}: ${Object.values(details)[0]}`, details);
+    return new AppError(
+      'VALIDATION_FAILED',
+      `invalid ${fields.join(', ')}: ${Object.values(details)[0]}`,
+      details,
+    );
   }
 }
 
@@ -66,9 +70,24 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e) return false;
-  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08006', '08001', '08003'].includes(e.code ?? ''))
+  if (
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'EPIPE',
+      'ETIMEDOUT',
+      '57P01',
+      '57P02',
+      '57P03',
+      '08006',
+      '08001',
+      '08003',
+    ].includes(e.code ?? '')
+  )
     return true;
-  return /Connection terminated|Knex: Timeout acquiring a connection|connection is closed/i.test(e.message ?? '');
+  return /Connection terminated|Knex: Timeout acquiring a connection|connection is closed/i.test(
+    e.message ?? '',
+  );
 }
 
 /** Turns anything thrown into an AppError; unknown errors become INTERNAL (the caller logs them). */
@@ -76,7 +95,10 @@ export function toAppError(err: unknown): { error: AppError; unexpected: boolean
   if (err instanceof AppError) return { error: err, unexpected: false };
   if (err instanceof GraphQLError && err.originalError) return toAppError(err.originalError);
   if (isDatabaseUnavailable(err)) {
-    return { error: new AppError('UNAVAILABLE', 'the database is unavailable, try again shortly', undefined, 5), unexpected: false };
+    return {
+      error: new AppError('UNAVAILABLE', 'the database is unavailable, try again shortly', undefined, 5),
+      unexpected: false,
+    };
   }
   return { error: new AppError('INTERNAL', 'internal error'), unexpected: true };
 }
@@ -94,7 +116,10 @@ export function restErrorBody(error: AppError, requestId?: string) {
 }
 
 /** GraphQL errors carry the same code in extensions.code. */
-export function graphqlErrorExtensions(error: AppError, requestId?: string): GraphQLFormattedError['extensions'] {
+export function graphqlErrorExtensions(
+  error: AppError,
+  requestId?: string,
+): GraphQLFormattedError['extensions'] {
   return {
     code: error.code,
     ...(error.details ? { details: error.details } : {}),

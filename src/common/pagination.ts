@@ -66,7 +66,11 @@ export async function findPage<T extends Keyed>(
     limit: limit + 1,
   } as FindOptions<T>);
   const items = rows.slice(0, limit) as T[];
-  return { items, hasNextPage: rows.length > limit, endCursor: items.length ? encodeCursor(items[items.length - 1]) : null };
+  return {
+    items,
+    hasNextPage: rows.length > limit,
+    endCursor: items.length ? encodeCursor(items[items.length - 1]) : null,
+  };
 }
 
 export function mapPage<T, U>(page: Page<T>, fn: (item: T) => U): Page<U> {

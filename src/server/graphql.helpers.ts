@@ -5,7 +5,9 @@ import type { RequestContext } from './context';
 
 /** Injects the authenticated principal; an anonymous request gets UNAUTHENTICATED. */
 export function CurrentPrincipal() {
-  return createParameterDecorator<RequestContext>(({ context }): Principal => requirePrincipal(context.principal));
+  return createParameterDecorator<RequestContext>(({ context }): Principal =>
+    requirePrincipal(context.principal),
+  );
 }
 
 @ObjectType()
@@ -49,7 +51,11 @@ export function Connection<T extends object>(Item: ClassType<T>, name: string) {
 }
 
 /** Builds a connection from a page; `cursorOf` gives each node's cursor. */
-export function toConnection<T, U>(page: Page<T>, view: (item: T) => U, cursorOf: (item: T) => string): ConnectionShape<U> {
+export function toConnection<T, U>(
+  page: Page<T>,
+  view: (item: T) => U,
+  cursorOf: (item: T) => string,
+): ConnectionShape<U> {
   return {
     nodes: page.items.map(view),
     edges: page.items.map((item) => ({ cursor: cursorOf(item), node: view(item) })),

@@ -15,7 +15,9 @@ export class TeamResolver {
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
-    return toConnection(await this.service.list(principal, { first, after }), TeamType.from, (v) => encodeCursor(v.team));
+    return toConnection(await this.service.list(principal, { first, after }), TeamType.from, (v) =>
+      encodeCursor(v.team),
+    );
   }
 
   @Mutation(() => TeamType, { description: 'Creates a team; the creator becomes its owner.' })

@@ -47,7 +47,8 @@ export class TeamService {
       ? await em.findOne(TeamMember, { team: teamId, user: principal.user.id }, { populate: ['team'] })
       : null;
     if (!membership) throw AppError.notFound('team');
-    if (!roles.includes(membership.role)) throw new AppError('FORBIDDEN', `only a team ${roles.join(' or ')} can do this`);
+    if (!roles.includes(membership.role))
+      throw new AppError('FORBIDDEN', `only a team ${roles.join(' or ')} can do this`);
     return membership;
   }
 }

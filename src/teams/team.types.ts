@@ -23,7 +23,12 @@ export class TeamType {
   createdAt!: Date;
 
   static from({ team, role }: TeamView): TeamType {
-    return Object.assign(new TeamType(), { id: team.id, name: team.name, role: role as TeamRoleType, createdAt: team.createdAt });
+    return Object.assign(new TeamType(), {
+      id: team.id,
+      name: team.name,
+      role: role as TeamRoleType,
+      createdAt: team.createdAt,
+    });
   }
 }
 

@@ -3,7 +3,10 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { VerifiedClaims } from '../auth/token-verifier';
 import { User } from './user.entity';
 
-type ProfileFields = Pick<User, 'username' | 'email' | 'emailVerified' | 'name' | 'nickname' | 'picture' | 'phoneNumber'>;
+type ProfileFields = Pick<
+  User,
+  'username' | 'email' | 'emailVerified' | 'name' | 'nickname' | 'picture' | 'phoneNumber'
+>;
 
 function profileFromClaims(claims: VerifiedClaims): ProfileFields {
   const str = (v: unknown) => (typeof v === 'string' && v.length <= 1000 ? v : null);
@@ -27,7 +30,9 @@ export class UserService {
     const profile = profileFromClaims(claims);
     const existing = await em.findOne(User, { subject: claims.sub });
     if (existing) {
-      const changed = (Object.keys(profile) as (keyof ProfileFields)[]).some((k) => existing[k] !== profile[k]);
+      const changed = (Object.keys(profile) as (keyof ProfileFields)[]).some(
+        (k) => existing[k] !== profile[k],
+      );
       if (changed) {
         em.assign(existing, profile);
         await em.flush();
@@ -37,7 +42,13 @@ export class UserService {
     // Two first requests of the same user may race: the unique subject decides, both get the row.
     await em
       .createQueryBuilder(User)
-      .insert({ id: randomUUID(), subject: claims.sub, ...profile, createdAt: new Date(), updatedAt: new Date() })
+      .insert({
+        id: randomUUID(),
+        subject: claims.sub,
+        ...profile,
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      })
       .onConflict('subject')
       .ignore()
       .execute();

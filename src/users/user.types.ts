@@ -1,7 +1,9 @@
 import { Field, ID, ObjectType } from 'type-graphql';
 import type { Principal } from '../auth/principal';
 
-@ObjectType('Viewer', { description: 'The caller: the user behind the credential, and the team when it is a team token.' })
+@ObjectType('Viewer', {
+  description: 'The caller: the user behind the credential, and the team when it is a team token.',
+})
 export class ViewerType {
   @Field(() => ID)
   id!: string;
