@@ -16,7 +16,7 @@ import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
-import { AppError, graphqlErrorExtensions, isErrorCode, toAppError } from '../common/errors';
+import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
@@ -64,7 +64,10 @@ function formatGraphQLError(log: Logger) {
   };
 }
 
-/** HTTP status of a GraphQL answer: 401/503 when every error says so and there is no data. */
+/** Request-level failures whose HTTP status follows their code when the answer has no data. */
+const REQUEST_LEVEL_CODES = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'UNAVAILABLE']);
+
+/** Sets the HTTP status of a GraphQL answer that failed as a whole (Apollo would say 200 or 500). */
 const statusPlugin: ApolloServerPlugin<RequestContext> = {
   async requestDidStart() {
     return {
@@ -72,10 +75,9 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
         if (response.body.kind !== 'single') return;
         const { errors, data } = response.body.singleResult;
         if (!errors?.length || data) return;
-        const codes = new Set(errors.map((e) => e.extensions?.code));
-        if (codes.size === 1 && (codes.has('UNAUTHENTICATED') || codes.has('UNAVAILABLE'))) {
-          response.http.status = codes.has('UNAUTHENTICATED') ? 401 : 503;
-        }
+        const codes = new Set(errors.map((e) => String(e.extensions?.code)));
+        const [code] = codes;
+        if (codes.size === 1 && REQUEST_LEVEL_CODES.has(code)) response.http.status = httpStatusOf(code);
       },
     };
   },
@@ -148,7 +150,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     maxDepth: { n: 10 },
     maxAliases: { n: 15 },
     maxDirectives: { n: 20 },
-    maxTokens: { n: 2000 },
+    // Tokens are bounded by graphql-js's own parser option below, which Apollo answers with 400.
+    maxTokens: { enabled: false },
     costLimit: { maxCost: 5000 },
     blockFieldSuggestion: { enabled: config.nodeEnv === 'production' },
   }).protect();
@@ -156,6 +159,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     schema,
     introspection: config.graphqlIntrospection,
     allowBatchedHttpRequests: false,
+    parseOptions: { maxTokens: 2000 },
     includeStacktraceInErrorResponses: false,
     validationRules: armor.validationRules,
     plugins: [...armor.plugins, ApolloServerPluginLandingPageDisabled(), statusPlugin],
