@@ -7,7 +7,7 @@ import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { GraphQLFormattedError } from 'graphql';
+import { specifiedRules, validate, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import pinoHttp from 'pino-http';
 import { WebSocketServer } from 'ws';
@@ -194,9 +194,15 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
+  const formatError = formatGraphQLError(log);
   const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
     {
       schema,
+      // The same limits and error shapes as over HTTP.
+      validate: (s, doc) => validate(s, doc, [...specifiedRules, ...armor.validationRules]),
+      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(e.toJSON(), e)),
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) } : undefined,
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
