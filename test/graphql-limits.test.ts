@@ -51,7 +51,11 @@ describe('query limits run before any resolver', () => {
   });
 
   it('refuses batched HTTP requests', async () => {
-    const res = await t.http().post('/graphql').set('authorization', auth).send([{ query: '{ me { id } }' }, { query: '{ me { id } }' }]);
+    const res = await t
+      .http()
+      .post('/graphql')
+      .set('authorization', auth)
+      .send([{ query: '{ me { id } }' }, { query: '{ me { id } }' }]);
     expect(res.status).toBe(400);
   });
 

@@ -25,7 +25,10 @@ function connect(connectionParams: Record<string, unknown>): { client: Client; c
 function once(client: Client, query: string): Promise<unknown> {
   return new Promise((resolve, reject) => {
     let result: unknown;
-    client.subscribe({ query }, { next: (v) => (result = v), error: reject, complete: () => resolve(result) });
+    client.subscribe(
+      { query },
+      { next: (v) => (result = v), error: reject, complete: () => resolve(result) },
+    );
   });
 }
 
@@ -33,14 +36,20 @@ describe('graphql-ws on /graphql', () => {
   it('authenticates in connectionParams and runs operations as that principal', async () => {
     const { client } = connect({ authorization: `Bearer ${await t.tokenFor('wsuser')}` });
     try {
-      await expect(once(client, '{ me { userId } }')).resolves.toEqual({ data: { me: { userId: 'wsuser' } } });
+      await expect(once(client, '{ me { userId } }')).resolves.toEqual({
+        data: { me: { userId: 'wsuser' } },
+      });
     } finally {
       await client.dispose();
     }
   });
 
   it('accepts an API key in connectionParams', async () => {
-    const created = await t.http().post('/api/v1/tokens').set('authorization', `Bearer ${await t.tokenFor('wskey')}`).send({ name: 'ws' });
+    const created = await t
+      .http()
+      .post('/api/v1/tokens')
+      .set('authorization', `Bearer ${await t.tokenFor('wskey')}`)
+      .send({ name: 'ws' });
     const { client } = connect({ 'x-service-key': created.body.token });
     try {
       await expect(once(client, '{ me { userId } }')).resolves.toEqual({ data: { me: { userId: 'wskey' } } });
@@ -58,7 +67,9 @@ describe('graphql-ws on /graphql', () => {
   it('refuses operations without a credential', async () => {
     const { client } = connect({});
     try {
-      const result = (await once(client, '{ me { userId } }').catch((e) => e)) as { errors?: { extensions: { code: string } }[] };
+      const result = (await once(client, '{ me { userId } }').catch((e) => e)) as {
+        errors?: { extensions: { code: string } }[];
+      };
       expect(result.errors?.[0].extensions.code).toBe('UNAUTHENTICATED');
     } finally {
       await client.dispose();

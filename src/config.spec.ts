@@ -1,0 +1,75 @@
+import { ConfigError, loadConfig } from './config';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      publicUrl: 'http://127.0.0.1:8080',
+      cdnUrl: 'http://127.0.0.1:8080',
+      databaseUrl: undefined,
+      oidcIssuer: undefined,
+      apiKeyHeader: 'x-service-key',
+      storage: 'local',
+      executor: 'local',
+      roles: ['api', 'worker', 'bridge'],
+      bridgePort: 8081,
+      maxUploadBytes: 5368709120,
+      adminSubjects: [],
+      localExecutorTrust: 'builtin',
+      graphqlIntrospection: true,
+      graphqlIde: true,
+    });
+    expect(c.dataDir).toMatch(/\.data$/);
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('derives PUBLIC_URL and CDN_URL and trims trailing slashes', () => {
+    expect(loadConfig({ HOST: '0.0.0.0', PORT: '9000' }).publicUrl).toBe('http://0.0.0.0:9000');
+    const c = loadConfig({ PUBLIC_URL: 'https://api.example.com/', CDN_URL: 'https://cdn.example.com/' });
+    expect(c.publicUrl).toBe('https://api.example.com');
+    expect(c.cdnUrl).toBe('https://cdn.example.com');
+  });
+
+  it('turns introspection and the IDE off in production unless enabled', () => {
+    expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({
+      graphqlIntrospection: false,
+      graphqlIde: false,
+    });
+    expect(loadConfig({ NODE_ENV: 'production', GRAPHQL_INTROSPECTION: 'true' }).graphqlIntrospection).toBe(
+      true,
+    );
+  });
+
+  it('fails fast naming every bad variable at once', () => {
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        STORAGE: 'ftp',
+        DATABASE_URL: 'mysql://x',
+        ROLES: 'api,cook',
+        MAX_UPLOAD_BYTES: '-1',
+        GRAPHQL_IDE: 'maybe',
+      });
+    } catch (e) {
+      error = e as ConfigError;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const names = error!.problems.map((p) => p.split(':')[0]);
+    expect(names.sort()).toEqual([
+      'DATABASE_URL',
+      'GRAPHQL_IDE',
+      'MAX_UPLOAD_BYTES',
+      'PORT',
+      'ROLES',
+      'STORAGE',
+    ]);
+  });
+
+  it('requires S3_BUCKET with STORAGE=s3', () => {
+    expect(() => loadConfig({ STORAGE: 's3' })).toThrow(/S3_BUCKET/);
+    expect(loadConfig({ STORAGE: 's3', S3_BUCKET: 'media' }).s3Bucket).toBe('media');
+  });
+});
