@@ -5,7 +5,12 @@ import type { RestResponse } from './route';
 /** The JSON object body of a request, or 400. */
 export function body(req: Request): Record<string, unknown> {
   const b: unknown = req.body;
-  if (b === undefined) throw new AppError('BAD_REQUEST', 'a JSON body is required');
+  if (b === undefined) {
+    if (req.headers['content-type']) {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send application/json or application/service.rest.v1+json');
+    }
+    throw new AppError('BAD_REQUEST', 'a JSON body is required');
+  }
   if (typeof b !== 'object' || b === null || Array.isArray(b))
     throw new AppError('BAD_REQUEST', 'the JSON body must be an object');
   return b as Record<string, unknown>;

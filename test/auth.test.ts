@@ -375,6 +375,17 @@ describe('HTTP behaviour', () => {
     expect(plain.headers['content-type']).toMatch(/^application\/json/);
   });
 
+  it('answers a body of another content type with 415', async () => {
+    const res = await t
+      .http()
+      .post('/api/v1/teams')
+      .set('authorization', bearer(await t.tokenFor('lee')))
+      .set('content-type', 'text/plain')
+      .send('name=x');
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
   it('answers unknown paths with a JSON 404', async () => {
     const res = await t
       .http()
