@@ -7,7 +7,10 @@ export function body(req: Request): Record<string, unknown> {
   const b: unknown = req.body;
   if (b === undefined) {
     if (req.headers['content-type']) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send application/json or application/service.rest.v1+json');
+      throw new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'send application/json or application/service.rest.v1+json',
+      );
     }
     throw new AppError('BAD_REQUEST', 'a JSON body is required');
   }

@@ -84,7 +84,9 @@ describe('the service process', () => {
         body: JSON.stringify({ name: 'Survives restarts' }),
       });
       expect(created.status).toBe(201);
-      const jwks = await (await fetch(`http://127.0.0.1:${first.port}/oidc/jwks`)).json();
+      const jwks = (await (await fetch(`http://127.0.0.1:${first.port}/oidc/jwks`)).json()) as {
+        keys: { kid: string }[];
+      };
       expect(jwks.keys[0].kid).toBe(key.kid);
       first.child.kill('SIGINT');
       expect(await first.exited).toBe(0);
@@ -95,7 +97,9 @@ describe('the service process', () => {
         const teams = await fetch(`http://127.0.0.1:${second.port}/api/v1/teams`, {
           headers: { authorization: `Bearer ${token}` },
         });
-        expect((await teams.json()).map((t: { name: string }) => t.name)).toEqual(['Survives restarts']);
+        expect(((await teams.json()) as { name: string }[]).map((t) => t.name)).toEqual([
+          'Survives restarts',
+        ]);
       } finally {
         second.child.kill('SIGTERM');
         expect(await second.exited).toBe(0);
