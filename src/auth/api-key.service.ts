@@ -2,7 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../common/errors';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
-import { isUuid, validateName, type TeamService } from '../teams/team.service';
+import { isUuid } from '../common/ids';
+import { validateName, type TeamService } from '../teams/team.service';
 import { ApiKey } from './api-key.entity';
 import { isOwnedBy, ownedBy, requireUserToken, type Principal } from './principal';
 

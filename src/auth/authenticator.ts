@@ -1,6 +1,6 @@
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
-import { isUuid } from '../teams/team.service';
+import { isUuid } from '../common/ids';
 import type { UserService } from '../users/user.service';
 import type { ApiKeyService } from './api-key.service';
 import type { Principal } from './principal';

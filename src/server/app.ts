@@ -20,6 +20,7 @@ import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
+import { Loaders } from './loaders';
 import { sendError } from './http.helpers';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
@@ -128,6 +129,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     requestId: res.locals.requestId,
     principal: (res.locals.principal as Principal | null) ?? null,
     log: req.log ?? log,
+    loaders: new Loaders(),
   });
 
   const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => {
@@ -224,6 +226,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
         requestId: randomUUID(),
         principal: ctx.extra.principal ?? null,
         log,
+        loaders: new Loaders(),
       }),
     },
     wss,

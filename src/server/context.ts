@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal';
+import type { Loaders } from './loaders';
 
 /** What every resolver sees; built the same way for HTTP, REST-compat and websocket requests. */
 export interface RequestContext {
   requestId: string;
   principal: Principal | null;
   log: Logger;
+  /** DataLoaders of this request (one set per request, never shared). */
+  loaders: Loaders;
 }

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { requireUserToken, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
+import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { Team, TeamMember, type TeamRole } from './team.entity';
 
@@ -51,10 +52,4 @@ export class TeamService {
       throw new AppError('FORBIDDEN', `only a team ${roles.join(' or ')} can do this`);
     return membership;
   }
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
 }
