@@ -12,6 +12,7 @@ const esmOnly = [
   'peek-readable',
   'uint8array-extras',
   '@tokenizer',
+  '@borewit',
   'nanoid',
   'quick-lru',
 ];
@@ -22,6 +23,8 @@ module.exports = {
   transform: { '^.+\\.(t|m?j)s$': ['@swc/jest'] },
   transformIgnorePatterns: [`node_modules/(?!(${esmOnly.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  // file-type exports only `import`/`module-sync` conditions, which jest's resolver does not know.
+  moduleNameMapper: { '^file-type$': '<rootDir>/node_modules/file-type/index.js' },
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   setupFiles: ['reflect-metadata'],

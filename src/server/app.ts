@@ -12,6 +12,9 @@ import { useServer } from 'graphql-ws/use/ws';
 import pinoHttp from 'pino-http';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
+import { uploadRoutes } from '../../rest-compat/upload.route';
+import { graphqlUploadExpress } from 'graphql-upload-minimal';
+import { mediaFileRoutes } from '../media/media.http';
 import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
 import type { Principal } from '../auth/principal';
@@ -66,7 +69,7 @@ function formatGraphQLError(log: Logger) {
 }
 
 /** Request-level failures whose HTTP status follows their code when the answer has no data. */
-const REQUEST_LEVEL_CODES = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'UNAVAILABLE']);
+const REQUEST_LEVEL_CODES = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNAVAILABLE']);
 
 /** Sets the HTTP status of a GraphQL answer that failed as a whole (Apollo would say 200 or 500). */
 const statusPlugin: ApolloServerPlugin<RequestContext> = {
@@ -121,6 +124,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     }
   });
   for (const { path, router } of publicRoutes) app.use(path, router);
+  // The CDN path: public like a bucket; ids are unguessable and only live files are served.
+  app.use(mediaFileRoutes(services.media));
   if (config.graphqlIde) app.use(graphiqlRoutes());
 
   app.use(express.json({ limit: config.maxBodyBytes, type: JSON_TYPES }));
@@ -146,7 +151,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
       next(err);
     }
   };
-  app.use(['/graphql', '/api'], authenticate);
+  app.use(['/graphql', '/api', '/uploads'], authenticate);
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -170,9 +175,22 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     formatError: formatGraphQLError(log),
   });
   await apollo.start();
+  // GraphQL multipart requests (uploadMedia); bytes stream straight to the resolver.
+  const graphqlUploads = graphqlUploadExpress({
+    maxFiles: 1,
+    maxFileSize: config.maxUploadBytes + 1,
+    maxFieldSize: config.maxBodyBytes,
+  });
+  app.use('/graphql', (req, res, next) => {
+    if (!req.is('multipart/form-data')) return next();
+    // Refuse before reading a byte of a file nobody may upload.
+    if (!res.locals.principal) return next(new AppError('UNAUTHENTICATED', 'authentication required'));
+    graphqlUploads(req, res, next);
+  });
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
+  app.use(uploadRoutes(services.media, { maxUploadBytes: config.maxUploadBytes }));
 
   app.use((req, res) =>
     sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`)),
@@ -185,6 +203,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
       error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${config.maxBodyBytes} bytes`);
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
       error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    else if (e?.status === 413) error = new AppError('PAYLOAD_TOO_LARGE', (err as Error).message);
     else if (e?.status && e.status >= 400 && e.status < 500)
       error = new AppError('BAD_REQUEST', 'malformed request');
     else {

@@ -8,6 +8,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-pos
 import { openOrm } from '../db/orm';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
+import { createStorage } from '../storage/storage.factory';
 
 export interface Runtime {
   config: Config;
@@ -46,8 +47,10 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
       publicRoutes.push({ path: '/oidc', router: devIssuerRoutes(issuer, key) });
       log.warn({ issuer }, 'OIDC_ISSUER is unset: using the built-in development issuer');
     }
-    const services = createServices(config, orm, verifier);
+    const storage = await createStorage(config);
+    const services = createServices({ config, orm, verifier, storage, log });
     const app = await createApp({ config, log, orm, services, publicRoutes });
+    const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
     const openOrmRef = orm;
     return {
       config,
@@ -55,6 +58,7 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
       services,
       app,
       stop: async () => {
+        clearInterval(sweeper);
         await app.close();
         await openOrmRef.close(true);
         await embedded?.stop();
@@ -65,4 +69,17 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
     await embedded?.stop().catch(() => undefined);
     throw err;
   }
+}
+
+const SWEEP_INTERVAL_MS = 15 * 60_000;
+
+/** Finishes uploads and deletes that a crashed process left behind: at start, then periodically. */
+function startSweeper(services: Services, log: Logger): NodeJS.Timeout {
+  const sweep = () =>
+    services.media
+      .sweep()
+      .then((n) => n && log.info({ removed: n }, 'swept abandoned media'))
+      .catch((err) => log.warn({ err }, 'media sweep failed'));
+  void sweep();
+  return setInterval(sweep, SWEEP_INTERVAL_MS).unref();
 }

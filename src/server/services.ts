@@ -3,16 +3,33 @@ import { ApiKeyService } from '../auth/api-key.service';
 import { Authenticator } from '../auth/authenticator';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
+import type { Logger } from '../common/logger';
+import { MediaService } from '../media/media.service';
+import type { Storage } from '../storage/storage.port';
 import { TeamService } from '../teams/team.service';
 import { UserService } from '../users/user.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
-export function createServices(config: Config, orm: MikroORM, verifier: TokenVerifier) {
+export interface ServiceDeps {
+  config: Config;
+  orm: MikroORM;
+  verifier: TokenVerifier;
+  storage: Storage;
+  log: Logger;
+}
+
+export function createServices({ config, orm, verifier, storage, log }: ServiceDeps) {
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
   const authenticator = new Authenticator(config, verifier, users, apiKeys);
-  return { users, teams, apiKeys, authenticator };
+  const media = new MediaService(
+    orm,
+    storage,
+    { cdnUrl: config.cdnUrl, maxUploadBytes: config.maxUploadBytes },
+    log,
+  );
+  return { users, teams, apiKeys, authenticator, media };
 }
 
 export type Services = ReturnType<typeof createServices>;

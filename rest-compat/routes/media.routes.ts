@@ -1,0 +1,77 @@
+import type { Request } from 'express';
+import { AppError } from '../../src/common/errors';
+import { goTime } from '../../src/common/time';
+import {
+  DeleteMediaDocument,
+  ListMediaDocument,
+  UpdateMediaTagsDocument,
+  type RestMediaFragment,
+} from '../generated/graphql';
+import { body, listResponse, pageVariables } from '../rest.helpers';
+import { route } from '../route';
+
+/** The Media asset list item of the spec: `media_key` is the full URL here. */
+const mediaItem = (m: RestMediaFragment) => ({
+  id: m.id,
+  image_name: m.imageName,
+  media_key: m.url,
+  status: m.status.toLowerCase(),
+  tags: m.tags,
+  type: m.type.toLowerCase(),
+  upload_date: goTime(new Date(m.createdAt)),
+});
+
+/** `?tags=a,b` as a list; absent or empty means no filter. */
+function tagList(req: Request, name: string): string[] | undefined {
+  const v = req.query[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string') throw AppError.validation({ [name]: 'give one comma-separated list' });
+  return v.split(',');
+}
+
+/** Media: `{base_url}/api/v1/media` (the upload is `upload.route.ts`, a byte stream). */
+export const mediaRoutes = [
+  route({
+    method: 'get',
+    path: '/api/v1/media',
+    document: ListMediaDocument,
+    variables: (req) => ({
+      ...pageVariables(req),
+      filter: { tags: tagList(req, 'tags'), excludeTags: tagList(req, 'excludeTags') },
+    }),
+    respond: ({ media, mediaBaseUrl }, req) => {
+      const page = listResponse(req, media, mediaItem);
+      return { ...page, body: { media: page.body, media_key: mediaBaseUrl } };
+    },
+  }),
+  route({
+    method: 'put',
+    path: '/api/v1/media/:id',
+    document: UpdateMediaTagsDocument,
+    variables: (req) => {
+      const tags = body(req).tags;
+      if (!Array.isArray(tags)) throw AppError.validation({ tags: 'must be a list of strings' });
+      return { id: String(req.params.id), tags: tags as string[] };
+    },
+    respond: ({ updateMediaTags: m }) => ({
+      body: {
+        // The update answer's media_key is relative; the root beside it makes it whole.
+        media: {
+          id: m.id,
+          media_key: m.mediaKey,
+          status: m.status.toLowerCase(),
+          tags: m.tags,
+          title: m.imageName,
+        },
+        media_key: m.url.slice(0, m.url.length - m.mediaKey.length),
+      },
+    }),
+  }),
+  route({
+    method: 'delete',
+    path: '/api/v1/media/:id',
+    document: DeleteMediaDocument,
+    variables: (req) => ({ id: String(req.params.id) }),
+    respond: () => ({ status: 204 }),
+  }),
+];

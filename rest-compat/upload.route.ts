@@ -1,0 +1,125 @@
+import busboy from 'busboy';
+import { Router, type Request, type Response } from 'express';
+import type { Readable } from 'node:stream';
+import { requirePrincipal, type Principal } from '../src/auth/principal';
+import { AppError, toAppError } from '../src/common/errors';
+import type { Logger } from '../src/common/logger';
+import type { MediaAsset } from '../src/media/media.entity';
+import type { MediaService } from '../src/media/media.service';
+import { sendError, sendJson } from '../src/server/http.helpers';
+
+/** Room for the multipart framing and the small fields around the file. */
+const FORM_OVERHEAD_BYTES = 1024 * 1024;
+
+export interface UploadRouteOptions {
+  maxUploadBytes: number;
+}
+
+/**
+ * `POST /uploads/upload`: a byte stream, so it calls the media service directly instead of
+ * running a GraphQL document (DESIGN.md). One file part (any name; `file` in the docs) and an
+ * optional `tags` field of comma-separated tags, before or after the file.
+ */
+export function uploadRoutes(media: MediaService, opts: UploadRouteOptions): Router {
+  const router = Router();
+  router.post('/uploads/upload', async (req: Request, res: Response) => {
+    const log = (req.log ?? undefined) as Logger | undefined;
+    try {
+      const principal = requirePrincipal((res.locals.principal as Principal | null) ?? null);
+      if (!req.is('multipart/form-data'))
+        throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the file as multipart/form-data');
+      const declared = Number(req.headers['content-length']);
+      if (declared > opts.maxUploadBytes + FORM_OVERHEAD_BYTES)
+        throw new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${opts.maxUploadBytes} bytes`);
+      const asset = await receive(req, principal, media, opts.maxUploadBytes);
+      sendJson(req, res, 200, {
+        media: { id: asset.id, url: media.urlOf(asset) },
+        base_url: media.baseUrl,
+      });
+    } catch (err) {
+      const { error, unexpected } = toAppError(err);
+      if (unexpected) log?.error({ err }, 'unexpected error in upload');
+      // Stop reading a body we refused; the connection cannot be reused mid-body.
+      if (!req.complete) {
+        res.setHeader('Connection', 'close');
+        req.unpipe();
+        req.resume();
+      }
+      sendError(req, res, error);
+    }
+  });
+  return router;
+}
+
+function receive(
+  req: Request,
+  principal: Principal,
+  media: MediaService,
+  maxBytes: number,
+): Promise<MediaAsset> {
+  return new Promise<MediaAsset>((resolve, reject) => {
+    let form: busboy.Busboy;
+    try {
+      form = busboy({
+        headers: req.headers,
+        defParamCharset: 'utf8',
+        highWaterMark: 1024 * 1024,
+        fileHwm: 1024 * 1024,
+        // busboy stops at fileSize silently; one byte more lets the media service see the excess.
+        limits: {
+          files: 1,
+          fields: 4,
+          parts: 6,
+          fieldSize: 16 * 1024,
+          fileSize: maxBytes + 1,
+          headerPairs: 32,
+        },
+      });
+    } catch {
+      return reject(new AppError('BAD_REQUEST', 'malformed multipart body (missing boundary?)'));
+    }
+    let tags: string | undefined;
+    let file: Readable | undefined;
+    let upload: Promise<MediaAsset> | undefined;
+    let endForm!: () => void;
+    let failForm!: (err: AppError) => void;
+    // Settles when the whole form has been read; the upload is committed only then.
+    const formRead = new Promise<void>((res, rej) => {
+      endForm = res;
+      failForm = rej;
+    });
+    formRead.catch(() => undefined); // only an upload in flight waits on it
+    let failed = false;
+    const fail = (err: AppError) => {
+      if (failed) return;
+      failed = true;
+      failForm(err);
+      if (file && !file.readableEnded) file.destroy(err);
+      if (!upload) reject(err);
+      req.unpipe(form);
+    };
+
+    form.on('field', (name, value, info) => {
+      if (info.valueTruncated) return fail(AppError.validation({ [name]: 'is too long' }));
+      if (name === 'tags') tags = value;
+    });
+    form.on('file', (_name, stream, info) => {
+      file = stream;
+      upload = media.upload(principal, { stream, filename: info.filename, tags: formRead.then(() => tags) });
+      upload.then(resolve, reject);
+    });
+    form.on('filesLimit', () => fail(new AppError('BAD_REQUEST', 'send one file per request')));
+    form.on('fieldsLimit', () => fail(new AppError('BAD_REQUEST', 'too many form fields')));
+    form.on('partsLimit', () => fail(new AppError('BAD_REQUEST', 'too many form parts')));
+    form.on('error', () => fail(new AppError('BAD_REQUEST', 'malformed or incomplete multipart body')));
+    form.on('close', () => {
+      if (!upload) return fail(AppError.validation({ file: 'a file part is required' }));
+      endForm();
+    });
+    req.on('close', () => {
+      if (!req.complete)
+        fail(new AppError('BAD_REQUEST', 'the upload was interrupted before the file was complete'));
+    });
+    req.pipe(form);
+  });
+}

@@ -1,0 +1,72 @@
+import { ArrayType, BigIntType, Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import type { OwnerType } from '../auth/principal';
+
+/** `source_asset`: uploaded by a user; `target_asset`: written by a job. */
+export type MediaType = 'source_asset' | 'target_asset';
+
+/**
+ * `uploading`: bytes are being stored (hidden everywhere); `live`: visible and served;
+ * `deleting`: being removed (hidden). Rows left uploading or deleting by a crash are swept.
+ */
+export type MediaStatus = 'uploading' | 'live' | 'deleting';
+
+@Entity({ tableName: 'media_assets' })
+@Index({ properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
+@Index({
+  name: 'media_assets_tags_gin',
+  expression: 'create index "media_assets_tags_gin" on "media_assets" using gin ("tags")',
+})
+export class MediaAsset {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @Property({ type: 'uuid' })
+  ownerId!: string;
+
+  @Property({ type: 'text' })
+  type: Opt<MediaType> = 'source_asset';
+
+  @Property({ type: 'text' })
+  @Index()
+  status: Opt<MediaStatus> = 'uploading';
+
+  /** The client's file name, sanitised; never used to store or serve the file. */
+  @Property({ type: 'text' })
+  imageName!: string;
+
+  /** Extension of the stored object, from the sniffed content. */
+  @Property({ type: 'text' })
+  extension!: string;
+
+  @Property({ type: 'text' })
+  contentType!: string;
+
+  @Property({ type: new BigIntType('number') })
+  size: Opt<number> = 0;
+
+  /** Hex SHA-256 of the content; also the file's strong ETag. Null until the upload completes. */
+  @Property({ type: 'text', nullable: true })
+  sha256: string | null = null;
+
+  @Property({ type: ArrayType, columnType: 'text[]', default: '{}' })
+  tags: Opt<string[]> = [];
+
+  /** The job that wrote a target asset. */
+  @Property({ type: 'uuid', nullable: true })
+  jobId: string | null = null;
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+
+  @Property({ type: 'datetime', onUpdate: () => new Date() })
+  updatedAt: Opt<Date> = new Date();
+}
+
+/** The stored object's name, and the last path segment of its URL. */
+export function storageKey(asset: Pick<MediaAsset, 'id' | 'extension'>): string {
+  return `${asset.id}.${asset.extension}`;
+}

@@ -1,0 +1,77 @@
+import { Router, type Request, type Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import { AppError } from '../common/errors';
+import { sendError } from '../server/http.helpers';
+import type { ByteRange } from '../storage/storage.port';
+import type { MediaService } from './media.service';
+
+/**
+ * The single range of a `Range: bytes=...` header, 'unsatisfiable', or null to serve the whole
+ * file (no header, another unit, or several ranges: answering those in full is allowed).
+ */
+export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | null {
+  const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || start > end) return 'unsatisfiable';
+  return { start, end };
+}
+
+/** `{cdn_url}/media/<id>.<ext>` served from this process: public, immutable, ranged. */
+export function mediaFileRoutes(media: MediaService): Router {
+  const router = Router();
+  const serve = async (req: Request, res: Response) => {
+    const asset = await media.findServable(String(req.params.file));
+    if (!asset) return sendError(req, res, AppError.notFound('file'));
+    const etag = `"${asset.sha256}"`;
+    res.setHeader('ETag', etag);
+    res.setHeader('Last-Modified', asset.createdAt.toUTCString());
+    res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+    res.setHeader('Accept-Ranges', 'bytes');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Uploaded content must never run as a page of this origin.
+    res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+    res.setHeader('Content-Disposition', `inline; filename*=UTF-8''${encodeURIComponent(asset.imageName)}`);
+    res.type(asset.contentType);
+
+    const ifNoneMatch = req.headers['if-none-match'];
+    if (
+      ifNoneMatch &&
+      (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((t) => t.trim() === etag))
+    ) {
+      return void res.status(304).end();
+    }
+    const ifRange = req.headers['if-range'];
+    const range = ifRange && ifRange !== etag ? null : parseRange(req.headers.range, asset.size);
+    if (range === 'unsatisfiable') {
+      res.setHeader('Content-Range', `bytes */${asset.size}`);
+      return sendError(
+        req,
+        res,
+        new AppError('RANGE_NOT_SATISFIABLE', 'the requested range is not in the file'),
+      );
+    }
+    const length = range ? range.end - range.start + 1 : asset.size;
+    res.status(range ? 206 : 200);
+    if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${asset.size}`);
+    res.setHeader('Content-Length', String(length));
+    if (req.method === 'HEAD' || length === 0) return void res.end();
+
+    const stream = await media.read(asset, range ?? undefined);
+    if (!stream) {
+      res.removeHeader('Content-Range');
+      return sendError(req, res, AppError.notFound('file'));
+    }
+    // A client that goes away mid-file is normal for media players; nothing to report.
+    await pipeline(stream, res).catch(() => undefined);
+  };
+  router.get('/media/:file', serve);
+  router.head('/media/:file', serve);
+  return router;
+}

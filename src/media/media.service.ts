@@ -1,0 +1,221 @@
+import type { FilterQuery } from '@mikro-orm/core';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { pipeline, type Readable } from 'node:stream';
+import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { AppError } from '../common/errors';
+import { isUuid } from '../common/ids';
+import type { Logger } from '../common/logger';
+import { findPage, type Page, type PageArgs } from '../common/pagination';
+import { normaliseTags } from '../common/tags';
+import type { ByteRange, Storage } from '../storage/storage.port';
+import { MediaAsset, storageKey, type MediaType } from './media.entity';
+import { Meter, peekHead } from './media.meter';
+import { sanitiseFileName, sniff, SNIFF_BYTES } from './media.sniff';
+
+export interface UploadInput {
+  stream: Readable;
+  filename?: string | null;
+  /**
+   * Tags, or a promise of them that settles once the rest of the request has been read
+   * (multipart fields may follow the file). A rejected promise aborts the upload.
+   */
+  tags?: unknown;
+}
+
+export interface MediaFilter {
+  tags?: string[] | null;
+  excludeTags?: string[] | null;
+  type?: MediaType | null;
+}
+
+export interface MediaServiceOptions {
+  cdnUrl: string;
+  maxUploadBytes: number;
+}
+
+/** Rows a crash left `uploading` for this long are abandoned uploads (uploads may be slow). */
+const ABANDONED_UPLOAD_MS = 24 * 3600_000;
+/** `deleting` rows older than this lost their process mid-delete. */
+const ABANDONED_DELETE_MS = 60_000;
+
+const STORED_NAME = /^([0-9a-f-]{36})\.([a-z0-9]{1,16})$/;
+
+export class MediaService {
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly storage: Storage,
+    private readonly opts: MediaServiceOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** The `{cdn_url}` root, ending in a slash: root + `media_key` is a file's URL. */
+  get baseUrl(): string {
+    return `${this.opts.cdnUrl}/`;
+  }
+
+  /** The path of a file below the root: `media/<id>.<ext>`. */
+  keyOf(asset: MediaAsset): string {
+    return `media/${storageKey(asset)}`;
+  }
+
+  urlOf(asset: MediaAsset): string {
+    return this.baseUrl + this.keyOf(asset);
+  }
+
+  /**
+   * Streams a file into storage and records it. The row stays `uploading` (invisible) until
+   * every byte is stored; any failure removes both the row and the bytes.
+   */
+  async upload(principal: Principal, input: UploadInput): Promise<MediaAsset> {
+    try {
+      return await this.store(ownerOf(principal), input, 'source_asset');
+    } finally {
+      // Whatever happened, nothing keeps reading the client's bytes after this.
+      if (!input.stream.destroyed && !input.stream.readableEnded) input.stream.destroy();
+    }
+  }
+
+  private async store(owner: Owner, input: UploadInput, type: MediaType): Promise<MediaAsset> {
+    const tagsLater = input.tags instanceof Promise ? input.tags : null;
+    // Awaited after the bytes are stored; until then a rejection must not count as unhandled.
+    tagsLater?.catch(() => undefined);
+    const tagsNow = tagsLater ? null : normaliseTags(input.tags);
+    let sourceError: unknown;
+    input.stream.once('error', (err) => (sourceError ??= err));
+
+    const { head, whole } = await peekHead(input.stream, SNIFF_BYTES).catch((err) => {
+      throw interrupted(err);
+    });
+    const { extension, contentType } = await sniff(head, input.filename ?? '');
+    const em = this.orm.em.fork();
+    const asset = em.create(MediaAsset, {
+      ownerType: owner.type,
+      ownerId: owner.id,
+      type,
+      imageName: sanitiseFileName(input.filename),
+      extension,
+      contentType,
+    });
+    await em.flush();
+
+    const meter = new Meter(this.opts.maxUploadBytes);
+    const body = pipeline(whole, meter, () => undefined);
+    try {
+      await this.storage.write(storageKey(asset), body, contentType);
+      const tags = tagsNow ?? normaliseTags(await tagsLater);
+      em.assign(asset, {
+        status: 'live',
+        size: meter.bytes,
+        sha256: meter.digest(),
+        tags,
+        createdAt: new Date(),
+      });
+      await em.flush();
+      return asset;
+    } catch (err) {
+      whole.destroy();
+      await this.discard(asset).catch((e) =>
+        this.log.error({ err: e, id: asset.id }, 'upload cleanup failed'),
+      );
+      const cause = meter.errored ?? sourceError ?? err;
+      throw cause instanceof AppError ? cause : sourceError ? interrupted(sourceError) : err;
+    }
+  }
+
+  async list(principal: Principal, filter: MediaFilter, args: PageArgs): Promise<Page<MediaAsset>> {
+    const include = normaliseTags(filter.tags, 'tags');
+    const exclude = normaliseTags(filter.excludeTags, 'excludeTags');
+    const where: FilterQuery<MediaAsset> = {
+      ...ownedBy(principal),
+      status: 'live',
+      ...(filter.type ? { type: filter.type } : {}),
+      ...(include.length ? { tags: { $overlap: include } } : {}),
+      ...(exclude.length ? { $not: { tags: { $overlap: exclude } } } : {}),
+    };
+    return findPage(this.orm.em.fork(), MediaAsset, where, args);
+  }
+
+  async get(principal: Principal, id: string): Promise<MediaAsset> {
+    const asset = isUuid(id) ? await this.orm.em.fork().findOne(MediaAsset, { id, status: 'live' }) : null;
+    return assertOwned(asset, principal, 'media asset');
+  }
+
+  /** Replaces the tags. */
+  async updateTags(principal: Principal, id: string, tags: unknown): Promise<MediaAsset> {
+    const normalised = normaliseTags(tags);
+    const em = this.orm.em.fork();
+    const asset = assertOwned(
+      isUuid(id) ? await em.findOne(MediaAsset, { id, status: 'live' }) : null,
+      principal,
+      'media asset',
+    );
+    asset.tags = normalised;
+    await em.flush();
+    return asset;
+  }
+
+  /** Hides the asset at once, then removes its bytes and its row. */
+  async delete(principal: Principal, id: string): Promise<MediaAsset> {
+    const asset = await this.get(principal, id);
+    const em = this.orm.em.fork();
+    const hidden = await em.nativeUpdate(
+      MediaAsset,
+      { id: asset.id, status: 'live' },
+      { status: 'deleting' },
+    );
+    if (!hidden) throw AppError.notFound('media asset'); // a concurrent delete won
+    // If storage is down, the row stays `deleting` (invisible) and the sweeper finishes later.
+    await this.discard(asset).catch((err) =>
+      this.log.warn({ err, id: asset.id }, 'media bytes not removed yet; the sweeper retries'),
+    );
+    return asset;
+  }
+
+  /** The live asset a `/media/<id>.<ext>` URL names, or null. */
+  async findServable(fileName: string): Promise<MediaAsset | null> {
+    const m = STORED_NAME.exec(fileName);
+    if (!m || !isUuid(m[1])) return null;
+    const asset = await this.orm.em.fork().findOne(MediaAsset, { id: m[1], status: 'live' });
+    return asset && asset.extension === m[2] ? asset : null;
+  }
+
+  read(asset: MediaAsset, range?: ByteRange): Promise<Readable | null> {
+    return this.storage.read(storageKey(asset), range);
+  }
+
+  /** Finishes what crashed processes left: abandoned uploads and interrupted deletes. */
+  async sweep(now = new Date()): Promise<number> {
+    const em = this.orm.em.fork();
+    const stale = await em.find(
+      MediaAsset,
+      {
+        $or: [
+          { status: 'uploading', updatedAt: { $lt: new Date(now.getTime() - ABANDONED_UPLOAD_MS) } },
+          { status: 'deleting', updatedAt: { $lt: new Date(now.getTime() - ABANDONED_DELETE_MS) } },
+        ],
+      },
+      { limit: 500 },
+    );
+    let removed = 0;
+    for (const asset of stale) {
+      try {
+        await this.discard(asset);
+        removed++;
+      } catch (err) {
+        this.log.warn({ err, id: asset.id }, 'sweep could not remove media yet');
+      }
+    }
+    return removed;
+  }
+
+  private async discard(asset: MediaAsset): Promise<void> {
+    await this.storage.delete(storageKey(asset));
+    await this.orm.em.fork().nativeDelete(MediaAsset, { id: asset.id });
+  }
+}
+
+/** A client that stops sending mid-file is the request's fault, not the server's. */
+function interrupted(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('BAD_REQUEST', 'the upload was interrupted before the file was complete');
+}

@@ -1,0 +1,94 @@
+import { GraphQLSafeInt } from 'graphql-scalars';
+import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
+import { Connection } from '../server/graphql.helpers';
+import type { MediaAsset } from './media.entity';
+import type { MediaService } from './media.service';
+
+export enum MediaTypeEnum {
+  SOURCE_ASSET = 'source_asset',
+  TARGET_ASSET = 'target_asset',
+}
+registerEnumType(MediaTypeEnum, {
+  name: 'MediaType',
+  description: 'SOURCE_ASSET: uploaded; TARGET_ASSET: written by a job.',
+});
+
+export enum MediaStatusEnum {
+  LIVE = 'live',
+}
+registerEnumType(MediaStatusEnum, { name: 'MediaStatus' });
+
+@ObjectType('MediaAsset', { description: 'An uploaded file or a file a job wrote.' })
+export class MediaAssetType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String, { description: "The client's file name, sanitised (display only)." })
+  imageName!: string;
+
+  @Field(() => String, { description: 'Public URL of the file: `{cdn_url}/media/<id>.<ext>`.' })
+  url!: string;
+
+  @Field(() => String, { description: 'The URL below the CDN root: `media/<id>.<ext>`.' })
+  mediaKey!: string;
+
+  @Field(() => MediaStatusEnum)
+  status!: MediaStatusEnum;
+
+  @Field(() => MediaTypeEnum)
+  type!: MediaTypeEnum;
+
+  @Field(() => [String])
+  tags!: string[];
+
+  @Field(() => String, { description: 'Sniffed from the content.' })
+  contentType!: string;
+
+  @Field(() => GraphQLSafeInt, { description: 'Size in bytes.' })
+  size!: number;
+
+  @Field(() => String, { description: 'Hex SHA-256 of the content; also its ETag.' })
+  sha256!: string;
+
+  @Field(() => ID, { nullable: true, description: 'The job that wrote a target asset.' })
+  jobId!: string | null;
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  @Field(() => Date)
+  updatedAt!: Date;
+
+  static from(media: MediaService) {
+    return (a: MediaAsset): MediaAssetType =>
+      Object.assign(new MediaAssetType(), {
+        id: a.id,
+        imageName: a.imageName,
+        url: media.urlOf(a),
+        mediaKey: media.keyOf(a),
+        status: a.status as MediaStatusEnum,
+        type: a.type as MediaTypeEnum,
+        tags: a.tags,
+        contentType: a.contentType,
+        size: a.size,
+        sha256: a.sha256 ?? '',
+        jobId: a.jobId,
+        createdAt: a.createdAt,
+        updatedAt: a.updatedAt,
+      });
+  }
+}
+
+export const MediaAssetConnection = Connection(MediaAssetType, 'MediaAsset');
+
+@InputType()
+export class MediaFilterInput {
+  @Field(() => [String], { nullable: true, description: 'Assets carrying any of these tags.' })
+  tags?: string[] | null;
+
+  @Field(() => [String], { nullable: true, description: 'Leaves out assets carrying any of these tags.' })
+  excludeTags?: string[] | null;
+
+  @Field(() => MediaTypeEnum, { nullable: true })
+  type?: MediaTypeEnum | null;
+}
