@@ -11,8 +11,19 @@ export interface Credentials {
   apiKey?: string;
 }
 
+/** Verified user tokens kept in memory: at most this many, each for at most this long. */
+const TOKEN_CACHE_SIZE = 10_000;
+const TOKEN_CACHE_MS = 10 * 60_000;
+
 /** Turns the one credential of a request into a principal (null when there is none). */
 export class Authenticator {
+  /**
+   * A user token's claims never change, so its verification and the user it names are kept until
+   * it expires (bounded): repeated requests skip the signature check and the user lookup. API keys
+   * are never cached: revoking one must take effect on the very next request, in every process.
+   */
+  private readonly tokens = new Map<string, { principal: Principal; until: number }>();
+
   constructor(
     private readonly config: Config,
     private readonly verifier: TokenVerifier,
@@ -36,15 +47,22 @@ export class Authenticator {
   }
 
   private async fromUserToken(token: string): Promise<Principal> {
+    const cached = this.tokens.get(token);
+    if (cached && cached.until > Date.now()) return cached.principal;
+    this.tokens.delete(token);
     const claims = await this.verifier.verify(token);
     const user = await this.users.upsertFromClaims(claims);
-    return {
+    const principal: Principal = {
       user,
       team: null,
       credential: 'user_token',
       apiKeyId: null,
       isAdmin: this.config.adminSubjects.includes(user.subject),
     };
+    if (this.tokens.size >= TOKEN_CACHE_SIZE) this.tokens.delete(this.tokens.keys().next().value!);
+    const until = Math.min((claims.exp ?? 0) * 1000, Date.now() + TOKEN_CACHE_MS);
+    this.tokens.set(token, { principal, until });
+    return principal;
   }
 
   private async fromApiKey(value: string): Promise<Principal> {

@@ -56,9 +56,10 @@ export function toConnection<T, U>(
   view: (item: T) => U,
   cursorOf: (item: T) => string,
 ): ConnectionShape<U> {
+  const nodes = page.items.map(view);
   return {
-    nodes: page.items.map(view),
-    edges: page.items.map((item) => ({ cursor: cursorOf(item), node: view(item) })),
+    nodes,
+    edges: page.items.map((item, i) => ({ cursor: cursorOf(item), node: nodes[i] })),
     pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
   };
 }

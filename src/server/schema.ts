@@ -1,5 +1,5 @@
 import type { GraphQLSchema } from 'graphql';
-import { buildSchemaSync, type ContainerType } from 'type-graphql';
+import { buildSchemaSync, getMetadataStorage, type ContainerType } from 'type-graphql';
 import { ApiKeyResolver } from '../auth/api-key.resolver';
 import { TeamResolver } from '../teams/team.resolver';
 import { UserResolver } from '../users/user.resolver';
@@ -28,5 +28,8 @@ export function buildAppSchema(services?: Services): GraphQLSchema {
       return instance;
     },
   };
+  // No middlewares are used, so fields without a resolver method take graphql-js's plain property
+  // read instead of type-graphql's wrapper: list queries resolve thousands of such fields.
+  for (const type of getMetadataStorage().objectTypes) type.simpleResolvers ??= true;
   return buildSchemaSync({ resolvers: resolverClasses, container, validate: false, emitSchemaFile: false });
 }

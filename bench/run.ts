@@ -1,0 +1,23 @@
+/** `npm run bench -- <name>`: runs one benchmark of bench/ and prints its ratios. */
+import 'reflect-metadata';
+import * as media from './media.bench';
+
+const benchmarks: Record<string, { run(): Promise<void> }> = { media };
+
+async function main() {
+  const name = process.argv[2];
+  const bench = name ? benchmarks[name] : undefined;
+  if (!bench) {
+    console.error(`usage: npm run bench -- <${Object.keys(benchmarks).join('|')}>`);
+    process.exit(2);
+  }
+  await bench.run();
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
