@@ -3,6 +3,7 @@ import { ApiKeyService } from '../auth/api-key.service';
 import { Authenticator } from '../auth/authenticator';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
+import { ModelService } from '../models/model.service';
 import { TeamService } from '../teams/team.service';
 import { UserService } from '../users/user.service';
 
@@ -12,7 +13,8 @@ export function createServices(config: Config, orm: MikroORM, verifier: TokenVer
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
   const authenticator = new Authenticator(config, verifier, users, apiKeys);
-  return { users, teams, apiKeys, authenticator };
+  const models = new ModelService(orm);
+  return { users, teams, apiKeys, authenticator, models };
 }
 
 export type Services = ReturnType<typeof createServices>;
