@@ -35,7 +35,7 @@ const argumentJson = (a: RestArgument) => ({
 });
 
 /** The full legacy record; unset icons are empty strings, description only where set. */
-export const modelJson = (m: RestModelFragment) => ({
+const modelJson = (m: RestModelFragment) => ({
   args: Object.fromEntries(m.args.map((a) => [a.name, argumentJson(a)])),
   black_icon: m.blackIcon ?? '',
   white_icon: m.whiteIcon ?? '',
