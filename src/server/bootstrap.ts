@@ -5,7 +5,8 @@ import { discoveryVerifier, localVerifier, type TokenVerifier } from '../auth/to
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
-import { openOrm } from '../db/orm';
+import { openOrm, type OrmOptions } from '../db/orm';
+import { seedBuiltinModels } from '../models/model.seed';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
@@ -19,8 +20,17 @@ export interface Runtime {
   stop(): Promise<void>;
 }
 
+export interface RuntimeOptions {
+  /** Sees every SQL statement (tests count them). */
+  onQuery?: OrmOptions['onQuery'];
+}
+
 /** Starts everything the configuration asks for; listening is left to the caller. */
-export async function startRuntime(config: Config, log: Logger): Promise<Runtime> {
+export async function startRuntime(
+  config: Config,
+  log: Logger,
+  options: RuntimeOptions = {},
+): Promise<Runtime> {
   let embedded: EmbeddedDatabase | undefined;
   let orm: MikroORM | undefined;
   try {
@@ -29,8 +39,9 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
       embedded = await startEmbeddedPostgres(config.dataDir, log);
       databaseUrl = embedded.url;
     }
-    orm = await openOrm({ clientUrl: databaseUrl });
+    orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
     log.info('database schema up to date');
+    await seedBuiltinModels(orm);
 
     let verifier: TokenVerifier;
     const publicRoutes = [];

@@ -1,6 +1,7 @@
 import type { GraphQLSchema } from 'graphql';
 import { buildSchemaSync, getMetadataStorage, type ContainerType } from 'type-graphql';
 import { ApiKeyResolver } from '../auth/api-key.resolver';
+import { ModelResolver } from '../models/model.resolver';
 import { TeamResolver } from '../teams/team.resolver';
 import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
@@ -14,10 +15,11 @@ function resolverInstances(s: Services) {
     new TeamResolver(s.teams),
     new ApiKeyResolver(s.apiKeys),
     new MediaResolver(s.media),
+    new ModelResolver(s.models),
   ];
 }
 
-const resolverClasses = [UserResolver, TeamResolver, ApiKeyResolver, MediaResolver] as const;
+const resolverClasses = [UserResolver, TeamResolver, ApiKeyResolver, MediaResolver, ModelResolver] as const;
 
 export function buildAppSchema(services?: Services): GraphQLSchema {
   const instances = services ? resolverInstances(services) : [];

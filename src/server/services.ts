@@ -6,6 +6,7 @@ import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
+import { ModelService } from '../models/model.service';
 import { TeamService } from '../teams/team.service';
 import { UserService } from '../users/user.service';
 
@@ -29,7 +30,8 @@ export function createServices({ config, orm, verifier, storage, log }: ServiceD
     { cdnUrl: config.cdnUrl, maxUploadBytes: config.maxUploadBytes },
     log,
   );
-  return { users, teams, apiKeys, authenticator, media };
+  const models = new ModelService(orm);
+  return { users, teams, apiKeys, authenticator, media, models };
 }
 
 export type Services = ReturnType<typeof createServices>;

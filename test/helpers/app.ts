@@ -28,7 +28,7 @@ export interface TestApp {
 /** Starts the whole service on port 0 against a fresh database and a local test issuer. */
 export async function startTestApp(
   env: Record<string, string> = {},
-  opts: { databaseUrl?: string; issuer?: TestIssuer } = {},
+  opts: { databaseUrl?: string; issuer?: TestIssuer; onQuery?: (sql: string) => void } = {},
 ): Promise<TestApp> {
   const issuer = opts.issuer ?? (await TestIssuer.start());
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
@@ -43,7 +43,7 @@ export async function startTestApp(
     SHUTDOWN_TIMEOUT_MS: '5000',
     ...env,
   });
-  const runtime = await startRuntime(config, createLogger(config.logLevel));
+  const runtime = await startRuntime(config, createLogger(config.logLevel), { onQuery: opts.onQuery });
   const port = await runtime.app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const http = () => request.agent(url);

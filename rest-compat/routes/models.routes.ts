@@ -1,0 +1,182 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import type { Request } from 'express';
+import { AppError } from '../../src/common/errors';
+import { goTime } from '../../src/common/time';
+import {
+  CreateModelDocument,
+  DeleteModelDocument,
+  FollowModelDocument,
+  GetModelDocument,
+  LikeModelDocument,
+  ListModelsDocument,
+  UnfollowModelDocument,
+  UnlikeModelDocument,
+  UpdateModelDocument,
+  type CreateModelInput,
+  type ModelArgumentInput,
+  type RestModelFragment,
+  type UpdateModelInput,
+} from '../generated/graphql';
+import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
+import { route } from '../route';
+
+type RestArgument = RestModelFragment['args'][number];
+
+/** A legacy argument: description and bounds only where set; example and tags always. */
+const argumentJson = (a: RestArgument) => ({
+  type: a.type,
+  format: a.format,
+  ...(a.description ? { description: a.description } : {}),
+  example: a.example ?? '',
+  optional: a.optional,
+  tags: a.tags,
+  ...(a.min !== null ? { min: a.min } : {}),
+  ...(a.max !== null ? { max: a.max } : {}),
+});
+
+/** The full legacy record; unset icons are empty strings, description only where set. */
+const modelJson = (m: RestModelFragment) => ({
+  args: Object.fromEntries(m.args.map((a) => [a.name, argumentJson(a)])),
+  black_icon: m.blackIcon ?? '',
+  white_icon: m.whiteIcon ?? '',
+  color_icon: m.colorIcon ?? '',
+  classification: m.classification,
+  ...(m.description ? { description: m.description } : {}),
+  example_outputs: m.exampleOutputs,
+  id: m.id,
+  name: m.name,
+  version: m.version,
+  run_count: m.runCount,
+  tags: m.tags,
+  updated_at: goTime(new Date(m.updatedAt)),
+});
+
+/** Legacy body field -> GraphQL input field. `id`, `classification`, `run_count`, `updated_at` are read-only. */
+const FIELDS = {
+  name: 'name',
+  version: 'version',
+  description: 'description',
+  container: 'container',
+  command: 'command',
+  machine_type: 'machineType',
+  machine_count: 'machineCount',
+  timeout_seconds: 'timeoutSeconds',
+  tags: 'tags',
+  black_icon: 'blackIcon',
+  white_icon: 'whiteIcon',
+  color_icon: 'colorIcon',
+  example_outputs: 'exampleOutputs',
+} as const;
+
+/** The JSON type each argument field must have; checked here, where the argument's name is known. */
+const ARGUMENT_FIELDS = {
+  type: 'string',
+  format: 'string',
+  description: 'string',
+  example: 'string',
+  optional: 'boolean',
+  tags: 'array',
+  min: 'number',
+  max: 'number',
+} as const;
+
+/** The legacy `args` map (name -> definition) as the GraphQL list, keeping the names and order. */
+function argumentList(args: unknown): ModelArgumentInput[] | null {
+  if (args === null) return null;
+  if (typeof args !== 'object' || Array.isArray(args))
+    throw AppError.validation({ args: 'must be an object mapping argument names to definitions' });
+  return Object.entries(args).map(([name, definition]) => {
+    if (typeof definition !== 'object' || definition === null || Array.isArray(definition))
+      throw AppError.validation({ [`args.${name}`]: 'must be an object' });
+    const d = definition as Record<string, unknown>;
+    // Missing type and format reach the service as empty, which names the argument in its error.
+    const arg: Record<string, unknown> = { name, type: '', format: '' };
+    for (const [field, kind] of Object.entries(ARGUMENT_FIELDS)) {
+      const v = d[field];
+      if (v === undefined || v === null) continue;
+      if (kind === 'array' ? !Array.isArray(v) : typeof v !== kind)
+        throw AppError.validation({
+          [`args.${name}.${field}`]: `must be a${kind === 'array' ? 'n' : ''} ${kind}`,
+        });
+      arg[field] = v;
+    }
+    return arg as ModelArgumentInput;
+  });
+}
+
+/** The definition fields of a legacy body; absent fields stay absent (kept on update). */
+function definitionInput(req: Request) {
+  const b = body(req);
+  const input: Record<string, unknown> = {};
+  for (const [legacy, field] of Object.entries(FIELDS)) if (b[legacy] !== undefined) input[field] = b[legacy];
+  if (b.args !== undefined) input.args = argumentList(b.args);
+  return { b, input };
+}
+
+const reaction = <TData>(action: string, document: TypedDocumentNode<TData, { id: string }>) =>
+  route({
+    method: 'patch',
+    path: `/api/v1/models/:id/${action}`,
+    document,
+    variables: (req) => ({ id: String(req.params.id) }),
+    respond: () => ({ status: 200, body: { message: `model ${action} successfully` } }),
+  });
+
+/** The model catalogue (`/api/v1/models`); see docs/models.md. */
+export const modelRoutes = [
+  route({
+    method: 'post',
+    path: '/api/v1/models',
+    document: CreateModelDocument,
+    variables: (req) => {
+      const { b, input } = definitionInput(req);
+      return { input: { ...input, id: optionalString(b, 'id') } as CreateModelInput };
+    },
+    respond: ({ createModel: m }) => ({
+      status: 201,
+      body: {
+        classification: m.classification,
+        example_outputs: m.exampleOutputs,
+        id: m.id,
+        name: m.name,
+        version: m.version,
+        tags: m.tags,
+      },
+    }),
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/models',
+    document: ListModelsDocument,
+    variables: (req) => ({ ...pageVariables(req), filter: { tags: queryString(req, 'tags')?.split(',') } }),
+    respond: ({ models }, req) => listResponse(req, models, modelJson),
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/models/:id',
+    document: GetModelDocument,
+    variables: (req) => ({ id: String(req.params.id) }),
+    respond: ({ model }) => ({ status: 200, body: modelJson(model) }),
+  }),
+  route({
+    method: 'put',
+    path: '/api/v1/models/:id',
+    document: UpdateModelDocument,
+    variables: (req) => ({
+      id: String(req.params.id),
+      input: definitionInput(req).input as UpdateModelInput,
+    }),
+    respond: ({ updateModel }) => ({ status: 200, body: modelJson(updateModel) }),
+  }),
+  route({
+    method: 'delete',
+    path: '/api/v1/models/:id',
+    document: DeleteModelDocument,
+    variables: (req) => ({ id: String(req.params.id) }),
+    respond: () => ({ status: 204 }),
+  }),
+  reaction('like', LikeModelDocument),
+  reaction('unlike', UnlikeModelDocument),
+  reaction('follow', FollowModelDocument),
+  reaction('unfollow', UnfollowModelDocument),
+];

@@ -1,0 +1,123 @@
+import { ArrayType, Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import type { OwnerType } from '../auth/principal';
+import { User } from '../users/user.entity';
+
+export type ModelArgumentKind = 'int' | 'float' | 'string' | 'file' | 'array';
+
+/** One argument a deployment passes to the model's command; stored in the model's `args` list. */
+export interface ModelArgument {
+  name: string;
+  type: ModelArgumentKind;
+  /** Contains `:value`, where the deployment's value goes (`--width=:value`). */
+  format: string;
+  description: string | null;
+  example: string | null;
+  optional: boolean;
+  /** Null when the definition gave none (the legacy answers show `null`). */
+  tags: string[] | null;
+  min: number | null;
+  max: number | null;
+}
+
+/**
+ * A catalogue entry: a container and a command template that deployments run. Everybody reads
+ * the catalogue; only the owner changes a model. Built-in models have no owner and are read-only.
+ */
+@Entity({ tableName: 'models' })
+@Index({ properties: ['ownerType', 'ownerId'] })
+@Index({ properties: ['createdAt', 'id'] })
+@Index({ properties: ['tags'], type: 'gin' })
+export class Model {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'text' })
+  name!: string;
+
+  @Property({ type: 'text' })
+  version: Opt<string> = '';
+
+  @Property({ type: 'text', nullable: true })
+  description: string | null = null;
+
+  @Property({ type: 'text' })
+  container!: string;
+
+  @Property({ type: 'text' })
+  command: Opt<string> = '{args}';
+
+  @Property({ type: 'text' })
+  machineType: Opt<string> = 'cpu';
+
+  @Property({ type: 'integer' })
+  machineCount: Opt<number> = 1;
+
+  @Property({ type: 'json' })
+  args!: ModelArgument[];
+
+  @Property({ type: ArrayType, default: '{}' })
+  tags: Opt<string[]> = [];
+
+  @Property({ type: 'text', nullable: true })
+  blackIcon: string | null = null;
+
+  @Property({ type: 'text', nullable: true })
+  whiteIcon: string | null = null;
+
+  @Property({ type: 'text', nullable: true })
+  colorIcon: string | null = null;
+
+  @Property({ type: ArrayType, default: '{}' })
+  exampleOutputs: Opt<string[]> = [];
+
+  /** Per-job time limit the executors enforce. */
+  @Property({ type: 'integer', default: 3600 })
+  timeoutSeconds: Opt<number> = 3600;
+
+  /** Deployments of this model; the deployments module increments it (`incrementRunCount`). */
+  @Property({ type: 'integer', default: 0 })
+  runCount: Opt<number> = 0;
+
+  /** Null only for built-in models, which belong to the service. */
+  @Property({ type: 'text', nullable: true })
+  ownerType: OwnerType | null = null;
+
+  @Property({ type: 'uuid', nullable: true })
+  ownerId: string | null = null;
+
+  @Property({ type: 'boolean', default: false })
+  builtin: Opt<boolean> = false;
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+
+  @Property({ type: 'datetime', onUpdate: () => new Date() })
+  updatedAt: Opt<Date> = new Date();
+}
+
+/** A user's like or follow of a model: at most one of each per user and model. */
+@Entity({ abstract: true })
+export abstract class ModelReaction {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Model, { deleteRule: 'cascade' })
+  model!: Model;
+
+  @ManyToOne(() => User, { deleteRule: 'cascade' })
+  user!: User;
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+}
+
+@Entity({ tableName: 'model_likes' })
+@Unique({ properties: ['model', 'user'] })
+@Index({ properties: ['user', 'createdAt'] })
+export class ModelLike extends ModelReaction {}
+
+@Entity({ tableName: 'model_follows' })
+@Unique({ properties: ['model', 'user'] })
+@Index({ properties: ['user', 'createdAt'] })
+export class ModelFollow extends ModelReaction {}

@@ -1,0 +1,140 @@
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { requirePrincipal, type Principal } from '../auth/principal';
+import { encodeCursor, mapPage } from '../common/pagination';
+import type { RequestContext } from '../server/context';
+import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { mayChange, type ModelService, type ReactionKind, type ReactionStats } from './model.service';
+import {
+  CreateModelInput,
+  ModelConnection,
+  ModelFilterInput,
+  ModelType,
+  UpdateModelInput,
+} from './model.types';
+
+@Resolver(() => ModelType)
+export class ModelResolver {
+  constructor(private readonly service: ModelService) {}
+
+  @Query(() => ModelConnection, { description: 'The catalogue, newest first. Every principal sees it all.' })
+  async models(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('filter', () => ModelFilterInput, { nullable: true }) filter?: ModelFilterInput,
+    @Arg('first', () => Int, { nullable: true }) first?: number,
+    @Arg('after', () => String, { nullable: true }) after?: string,
+  ) {
+    return toConnection(
+      await this.service.list(principal, filter ?? {}, { first, after }),
+      ModelType.from,
+      encodeCursor,
+    );
+  }
+
+  @Query(() => ModelType)
+  async model(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return ModelType.from(await this.service.get(principal, id));
+  }
+
+  @Query(() => ModelConnection, { description: "Models the viewer's user likes, latest like first." })
+  async likedModels(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('first', () => Int, { nullable: true }) first?: number,
+    @Arg('after', () => String, { nullable: true }) after?: string,
+  ) {
+    return this.reacted(principal, 'like', first, after);
+  }
+
+  @Query(() => ModelConnection, { description: "Models the viewer's user follows, latest follow first." })
+  async followedModels(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('first', () => Int, { nullable: true }) first?: number,
+    @Arg('after', () => String, { nullable: true }) after?: string,
+  ) {
+    return this.reacted(principal, 'follow', first, after);
+  }
+
+  @Mutation(() => ModelType, { description: 'Adds a model to the catalogue, owned by the principal.' })
+  async createModel(@CurrentPrincipal() principal: Principal, @Arg('input') input: CreateModelInput) {
+    return ModelType.from(await this.service.create(principal, input));
+  }
+
+  @Mutation(() => ModelType, { description: 'Changes the given fields; owner only.' })
+  async updateModel(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('id', () => ID) id: string,
+    @Arg('input') input: UpdateModelInput,
+  ) {
+    return ModelType.from(await this.service.update(principal, id, input));
+  }
+
+  @Mutation(() => ID, {
+    description: 'Deletes a model with its likes and follows; owner only. Answers its id.',
+  })
+  async deleteModel(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return this.service.delete(principal, id);
+  }
+
+  @Mutation(() => ModelType, { description: 'Idempotent.' })
+  async likeModel(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return ModelType.from(await this.service.react(principal, id, 'like', true));
+  }
+
+  @Mutation(() => ModelType, { description: 'Idempotent.' })
+  async unlikeModel(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return ModelType.from(await this.service.react(principal, id, 'like', false));
+  }
+
+  @Mutation(() => ModelType, { description: 'Idempotent.' })
+  async followModel(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return ModelType.from(await this.service.react(principal, id, 'follow', true));
+  }
+
+  @Mutation(() => ModelType, { description: 'Idempotent.' })
+  async unfollowModel(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return ModelType.from(await this.service.react(principal, id, 'follow', false));
+  }
+
+  @FieldResolver(() => Int)
+  async likeCount(@Root() model: ModelType, @Ctx() ctx: RequestContext) {
+    return (await this.stats(ctx, 'like', model.id)).count;
+  }
+
+  @FieldResolver(() => Int)
+  async followCount(@Root() model: ModelType, @Ctx() ctx: RequestContext) {
+    return (await this.stats(ctx, 'follow', model.id)).count;
+  }
+
+  @FieldResolver(() => Boolean, { description: "Whether the viewer's user likes the model." })
+  async viewerLikes(@Root() model: ModelType, @Ctx() ctx: RequestContext) {
+    return (await this.stats(ctx, 'like', model.id)).viewer;
+  }
+
+  @FieldResolver(() => Boolean, { description: "Whether the viewer's user follows the model." })
+  async viewerFollows(@Root() model: ModelType, @Ctx() ctx: RequestContext) {
+    return (await this.stats(ctx, 'follow', model.id)).viewer;
+  }
+
+  @FieldResolver(() => Boolean, { description: 'Whether the viewer may update and delete the model.' })
+  viewerCanEdit(@Root() model: ModelType, @CurrentPrincipal() principal: Principal) {
+    return mayChange(principal, model);
+  }
+
+  /** Counts and viewer flags of all models in the answer, batched into one query per kind. */
+  private stats(ctx: RequestContext, kind: ReactionKind, modelId: string): Promise<ReactionStats> {
+    const principal = requirePrincipal(ctx.principal);
+    return ctx.loaders
+      .get<string, ReactionStats>(`models.${kind}s`, (ids) =>
+        this.service.reactionStats(principal, kind, ids),
+      )
+      .load(modelId);
+  }
+
+  private async reacted(principal: Principal, kind: ReactionKind, first?: number, after?: string) {
+    const page = await this.service.reacted(principal, kind, { first, after });
+    return toConnection(
+      mapPage(page, (r) => ({ model: ModelType.from(r.model), cursor: encodeCursor(r) })),
+      (x) => x.model,
+      (x) => x.cursor,
+    );
+  }
+}

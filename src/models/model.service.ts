@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ForeignKeyConstraintViolationException,
+  UniqueConstraintViolationException,
+  raw,
+  type FilterQuery,
+} from '@mikro-orm/core';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
+import { AppError } from '../common/errors';
+import { isUuid } from '../common/ids';
+import { findPage, type Page, type PageArgs } from '../common/pagination';
+import { normaliseTags } from '../common/tags';
+import { Model, ModelFollow, ModelLike, type ModelReaction } from './model.entity';
+import { checkDefinition, type ModelDefinitionInput } from './model.validation';
+
+export type ReactionKind = 'like' | 'follow';
+
+export interface ModelFilter {
+  /** Models carrying any of these tags. */
+  tags?: string[] | null;
+  /** Only the principal's own models. */
+  mine?: boolean | null;
+}
+
+/** How many users reacted to a model, and whether the viewer is one of them. */
+export interface ReactionStats {
+  count: number;
+  viewer: boolean;
+}
+
+const reactionEntity = (kind: ReactionKind) => (kind === 'like' ? ModelLike : ModelFollow);
+
+/** Who may change a model: its owner only. Built-in models belong to the service. */
+export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | 'ownerType' | 'ownerId'>) {
+  if (model.builtin || !model.ownerType || !model.ownerId) return false;
+  return isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal);
+}
+
+/**
+ * Counts one deployment of a model. The deployments module calls it with the EntityManager of
+ * the transaction that creates the deployment, so the count and the deployment commit together.
+ */
+export async function incrementRunCount(em: EntityManager, modelId: string): Promise<void> {
+  await em.nativeUpdate(Model, { id: modelId }, { runCount: raw('run_count + 1') });
+}
+
+/** The model catalogue: every principal reads it; only a model's owner changes it. */
+export class ModelService {
+  constructor(private readonly orm: MikroORM) {}
+
+  async create(principal: Principal, input: ModelDefinitionInput & { id?: string | null }): Promise<Model> {
+    if (input.id !== undefined && input.id !== null && !isUuid(input.id))
+      throw AppError.validation({ id: 'must be a UUID' });
+    const definition = checkDefinition(input);
+    const em = this.orm.em.fork();
+    const model = em.create(Model, {
+      ...definition,
+      ...(input.id ? { id: input.id.toLowerCase() } : {}),
+      ...ownedBy(principal),
+    });
+    try {
+      await em.flush();
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException)
+        throw new AppError('CONFLICT', 'a model with this id exists already');
+      throw err;
+    }
+    return model;
+  }
+
+  /** Any model by id, or 404. The jobs and deployments modules read models through this. */
+  async get(_principal: Principal, id: string): Promise<Model> {
+    return this.find(this.orm.em.fork(), id);
+  }
+
+  /** The catalogue, newest first. The tag filter is an array overlap (`&&`) served by a GIN index. */
+  async list(principal: Principal, filter: ModelFilter, args: PageArgs): Promise<Page<Model>> {
+    const where: FilterQuery<Model>[] = [];
+    const tags = normaliseTags(filter.tags);
+    if (tags.length) where.push({ tags: { $overlap: tags } });
+    if (filter.mine) where.push(ownedBy(principal));
+    return findPage(this.orm.em.fork(), Model, where.length ? { $and: where } : {}, args);
+  }
+
+  async update(principal: Principal, id: string, input: ModelDefinitionInput): Promise<Model> {
+    const em = this.orm.em.fork();
+    const model = this.assertChangeable(principal, await this.find(em, id));
+    em.assign(model, checkDefinition(input, model));
+    await em.flush();
+    return model;
+  }
+
+  async delete(principal: Principal, id: string): Promise<string> {
+    const em = this.orm.em.fork();
+    const model = this.assertChangeable(principal, await this.find(em, id));
+    // Likes and follows go with it (ON DELETE CASCADE).
+    await em.nativeDelete(Model, { id: model.id });
+    return model.id;
+  }
+
+  /** Likes or follows (`on`) or takes it back; idempotent. Reactions belong to the principal's user. */
+  async react(principal: Principal, id: string, kind: ReactionKind, on: boolean): Promise<Model> {
+    const em = this.orm.em.fork();
+    const model = await this.find(em, id);
+    const entity = reactionEntity(kind);
+    const user = principal.user.id;
+    if (!on) {
+      await em.nativeDelete(entity, { model: model.id, user });
+      return model;
+    }
+    try {
+      await em
+        .createQueryBuilder(entity)
+        .insert({ id: randomUUID(), model: model.id, user, createdAt: new Date() })
+        .onConflict(['model_id', 'user_id'])
+        .ignore()
+        .execute();
+    } catch (err) {
+      // Deleted between the read and the insert.
+      if (err instanceof ForeignKeyConstraintViolationException) throw AppError.notFound('model');
+      throw err;
+    }
+    return model;
+  }
+
+  /** The models the principal's user likes or follows, most recent reaction first. */
+  async reacted(principal: Principal, kind: ReactionKind, args: PageArgs): Promise<Page<ModelReaction>> {
+    return findPage(this.orm.em.fork(), reactionEntity(kind), { user: principal.user.id }, args, {
+      populate: ['model'],
+    });
+  }
+
+  /** One query for a whole list of models (a DataLoader batch). */
+  async reactionStats(
+    principal: Principal,
+    kind: ReactionKind,
+    modelIds: readonly string[],
+  ): Promise<ReactionStats[]> {
+    const em = this.orm.em.fork();
+    const rows: { model_id: string; count: number; viewer: boolean }[] = await em
+      .createQueryBuilder(reactionEntity(kind), 'r')
+      .select([
+        'r.model_id',
+        raw('count(*)::int as count'),
+        raw('bool_or(r.user_id = ?) as viewer', [principal.user.id]),
+      ])
+      .where({ model: { $in: [...modelIds] } })
+      .groupBy('r.model_id')
+      .execute('all', false);
+    const byModel = new Map(rows.map((r) => [r.model_id, r]));
+    return modelIds.map((id) => {
+      const row = byModel.get(id);
+      return { count: row?.count ?? 0, viewer: row?.viewer ?? false };
+    });
+  }
+
+  private async find(em: EntityManager, id: string): Promise<Model> {
+    const model = isUuid(id) ? await em.findOne(Model, { id: id.toLowerCase() }) : null;
+    if (!model) throw AppError.notFound('model');
+    return model;
+  }
+
+  /** Everybody sees every model, so a model one may not change is 403, not 404. */
+  private assertChangeable(principal: Principal, model: Model): Model {
+    if (model.builtin)
+      throw new AppError('FORBIDDEN', 'built-in models belong to the service and cannot be changed');
+    if (!mayChange(principal, model)) throw new AppError('FORBIDDEN', "only the model's owner can change it");
+    return model;
+  }
+}

@@ -1,0 +1,234 @@
+import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
+import type { OwnerType } from '../auth/principal';
+import { Connection } from '../server/graphql.helpers';
+import type { Model, ModelArgument } from './model.entity';
+import { classificationOf } from './model.validation';
+
+@ObjectType('ModelArgument', { description: 'One argument a deployment of the model passes.' })
+export class ModelArgumentType {
+  @Field(() => String, { description: 'Unique within the model.' })
+  name!: string;
+
+  @Field(() => String, { description: 'int, float, string, file (a media id) or array.' })
+  type!: string;
+
+  @Field(() => String, { description: 'How the value is passed; `:value` is replaced by it.' })
+  format!: string;
+
+  @Field(() => String, { nullable: true })
+  description!: string | null;
+
+  @Field(() => String, { nullable: true })
+  example!: string | null;
+
+  @Field(() => Boolean)
+  optional!: boolean;
+
+  @Field(() => [String], { nullable: true })
+  tags!: string[] | null;
+
+  @Field(() => Float, { nullable: true, description: 'Lower bound (int and float only).' })
+  min!: number | null;
+
+  @Field(() => Float, { nullable: true, description: 'Upper bound (int and float only).' })
+  max!: number | null;
+}
+
+@ObjectType('Model', { description: 'A catalogue entry: a container and the command deployments run in it.' })
+export class ModelType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => String)
+  version!: string;
+
+  @Field(() => String, { nullable: true })
+  description!: string | null;
+
+  @Field(() => String, { description: 'The container the cluster manager runs.' })
+  container!: string;
+
+  @Field(() => String, { description: 'Command template; `{args}` is replaced by the formatted arguments.' })
+  command!: string;
+
+  @Field(() => String)
+  machineType!: string;
+
+  @Field(() => Int)
+  machineCount!: number;
+
+  @Field(() => Int, { description: 'Per-job time limit.' })
+  timeoutSeconds!: number;
+
+  @Field(() => [ModelArgumentType])
+  args!: ModelArgument[];
+
+  @Field(() => [String])
+  tags!: string[];
+
+  @Field(() => String, { nullable: true })
+  blackIcon!: string | null;
+
+  @Field(() => String, { nullable: true })
+  whiteIcon!: string | null;
+
+  @Field(() => String, { nullable: true })
+  colorIcon!: string | null;
+
+  @Field(() => [String])
+  exampleOutputs!: string[];
+
+  @Field(() => String, { description: 'Set by the service from the machine type.' })
+  classification!: string;
+
+  @Field(() => Int, { description: 'How many deployments the model has had.' })
+  runCount!: number;
+
+  @Field(() => Boolean, { description: 'Shipped with the service; read-only.' })
+  builtin!: boolean;
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  @Field(() => Date)
+  updatedAt!: Date;
+
+  /** Not fields: the resolver uses them to answer `viewerCanEdit`. */
+  ownerType!: OwnerType | null;
+  ownerId!: string | null;
+
+  static from(m: Model): ModelType {
+    return Object.assign(new ModelType(), {
+      id: m.id,
+      name: m.name,
+      version: m.version,
+      description: m.description,
+      container: m.container,
+      command: m.command,
+      machineType: m.machineType,
+      machineCount: m.machineCount,
+      timeoutSeconds: m.timeoutSeconds,
+      args: m.args,
+      tags: m.tags,
+      blackIcon: m.blackIcon,
+      whiteIcon: m.whiteIcon,
+      colorIcon: m.colorIcon,
+      exampleOutputs: m.exampleOutputs,
+      classification: classificationOf(m.machineType),
+      runCount: m.runCount,
+      builtin: m.builtin,
+      createdAt: m.createdAt,
+      updatedAt: m.updatedAt,
+      ownerType: m.ownerType,
+      ownerId: m.ownerId,
+    });
+  }
+}
+
+export const ModelConnection = Connection(ModelType, 'Model');
+
+@InputType()
+export class ModelArgumentInput {
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => String, { description: 'int, float, string, file or array.' })
+  type!: string;
+
+  @Field(() => String, { description: 'Must contain `:value`.' })
+  format!: string;
+
+  @Field(() => String, { nullable: true })
+  description?: string | null;
+
+  @Field(() => String, { nullable: true })
+  example?: string | null;
+
+  @Field(() => Boolean, { nullable: true, description: 'Defaults to false.' })
+  optional?: boolean | null;
+
+  @Field(() => [String], { nullable: true })
+  tags?: string[] | null;
+
+  @Field(() => Float, { nullable: true })
+  min?: number | null;
+
+  @Field(() => Float, { nullable: true })
+  max?: number | null;
+}
+
+/** The definable fields; on update an absent field is kept and null resets it to its default. */
+@InputType() // registered so its fields are inherited; never referenced, so not in the schema
+abstract class ModelDefinitionFields {
+  @Field(() => String, { nullable: true })
+  version?: string | null;
+
+  @Field(() => String, { nullable: true })
+  description?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'Must contain `{args}` once. Default `{args}`.' })
+  command?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'Default `cpu`.' })
+  machineType?: string | null;
+
+  @Field(() => Int, { nullable: true, description: 'Default 1.' })
+  machineCount?: number | null;
+
+  @Field(() => Int, { nullable: true, description: 'Seconds, 1 to 86400. Default 3600.' })
+  timeoutSeconds?: number | null;
+
+  @Field(() => [String], { nullable: true })
+  tags?: string[] | null;
+
+  @Field(() => String, { nullable: true })
+  blackIcon?: string | null;
+
+  @Field(() => String, { nullable: true })
+  whiteIcon?: string | null;
+
+  @Field(() => String, { nullable: true })
+  colorIcon?: string | null;
+
+  @Field(() => [String], { nullable: true })
+  exampleOutputs?: string[] | null;
+}
+
+@InputType()
+export class CreateModelInput extends ModelDefinitionFields {
+  @Field(() => ID, { nullable: true, description: 'A UUID of your choice; random when absent.' })
+  id?: string | null;
+
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => String)
+  container!: string;
+
+  @Field(() => [ModelArgumentInput])
+  args!: ModelArgumentInput[];
+}
+
+@InputType()
+export class UpdateModelInput extends ModelDefinitionFields {
+  @Field(() => String, { nullable: true })
+  name?: string | null;
+
+  @Field(() => String, { nullable: true })
+  container?: string | null;
+
+  @Field(() => [ModelArgumentInput], { nullable: true, description: 'Replaces all arguments.' })
+  args?: ModelArgumentInput[] | null;
+}
+
+@InputType()
+export class ModelFilterInput {
+  @Field(() => [String], { nullable: true, description: 'Models carrying any of these tags.' })
+  tags?: string[] | null;
+
+  @Field(() => Boolean, { nullable: true, description: "Only the viewer's own models." })
+  mine?: boolean | null;
+}

@@ -1,0 +1,115 @@
+import { AppError } from '../common/errors';
+import { BUILTIN_MODELS } from './model.seed';
+import { checkDefinition, classificationOf, type ModelDefinitionInput } from './model.validation';
+
+const minimal: ModelDefinitionInput = {
+  name: ' Echo ',
+  container: 'echo:1',
+  args: [{ name: 'text', type: 'string', format: '--text=:value', tags: [' a ', 'a', 'b'] }],
+};
+
+function problems(input: ModelDefinitionInput, current?: ReturnType<typeof checkDefinition>) {
+  try {
+    checkDefinition(input, current);
+  } catch (err) {
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('VALIDATION_FAILED');
+    return (err as AppError).details;
+  }
+  throw new Error('expected VALIDATION_FAILED');
+}
+
+describe('checkDefinition', () => {
+  it('fills the defaults on create and normalises text and tags', () => {
+    expect(checkDefinition(minimal)).toEqual({
+      name: 'Echo',
+      container: 'echo:1',
+      version: '',
+      description: null,
+      command: '{args}',
+      machineType: 'cpu',
+      machineCount: 1,
+      timeoutSeconds: 3600,
+      tags: [],
+      blackIcon: null,
+      whiteIcon: null,
+      colorIcon: null,
+      exampleOutputs: [],
+      args: [
+        {
+          name: 'text',
+          type: 'string',
+          format: '--text=:value',
+          description: null,
+          example: null,
+          optional: false,
+          tags: ['a', 'b'],
+          min: null,
+          max: null,
+        },
+      ],
+    });
+  });
+
+  it('on update keeps absent fields, resets null ones to their default and keeps required ones required', () => {
+    const current = checkDefinition({ ...minimal, machineType: 'gpu', description: 'd', timeoutSeconds: 60 });
+    const updated = checkDefinition({ version: '2', machineType: null, description: null }, current);
+    expect(updated).toEqual({ ...current, version: '2', machineType: 'cpu', description: null });
+    expect(problems({ name: null, container: null, args: null }, current)).toEqual({
+      name: 'is required',
+      container: 'is required',
+      args: 'is required',
+    });
+  });
+
+  it('reports every problem at once, arguments by name', () => {
+    expect(
+      problems({
+        ...minimal,
+        command: 'no placeholder',
+        args: [
+          { name: 'n', type: 'int', format: ':value', min: 2, max: 1 },
+          { name: 'f', type: 'float', format: ':value', min: Number.NaN },
+          { name: '9lives', type: 'int', format: ':value' },
+          { name: 'e', type: 'int', format: ':value', example: '1.5' },
+          { name: 'r', type: 'float', format: ':value', max: 1, example: '2' },
+        ],
+      }),
+    ).toEqual({
+      command: 'must contain {args} exactly once',
+      'args.n.min': 'must not exceed max',
+      'args.f.min': 'must be a finite number',
+      'args[2].name': expect.stringContaining('must start with a letter'),
+      'args.e.example': 'must be an integer',
+      'args.r.example': 'must lie within min and max',
+    });
+  });
+
+  it('accepts float bounds and an array argument', () => {
+    const def = checkDefinition({
+      ...minimal,
+      args: [
+        { name: 'ratio', type: 'float', format: '--r=:value', min: 0, max: 0.5 },
+        { name: 'items', type: 'array', format: ':value' },
+      ],
+    });
+    expect(def.args.map((a) => [a.name, a.min, a.max])).toEqual([
+      ['ratio', 0, 0.5],
+      ['items', null, null],
+    ]);
+  });
+});
+
+describe('built-in models', () => {
+  it('are valid definitions with unique ids', () => {
+    for (const { id: _id, ...input } of BUILTIN_MODELS) expect(() => checkDefinition(input)).not.toThrow();
+    expect(new Set(BUILTIN_MODELS.map((m) => m.id)).size).toBe(BUILTIN_MODELS.length);
+  });
+});
+
+describe('classificationOf', () => {
+  it('is fast for every machine type for now', () => {
+    expect(classificationOf('cpu')).toBe('fast');
+    expect(classificationOf('gpu')).toBe('fast');
+  });
+});
