@@ -28,7 +28,8 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 
 /** Streams a multipart upload of `size` bytes (a PNG signature, then filler) from one reused buffer. */
 function upload(url: string, headers: Record<string, string>, size: number): Promise<number> {
-  const boundary = 'benchboundary';
+  // As curl sends it (browsers use a similar 38-character one); busboy's search skips by its length.
+  const boundary = '------------------------a1b2c3d4e5f60718';
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n` +
       'Content-Type: image/png\r\n\r\n',

@@ -4,6 +4,7 @@ import type { RestModelFragment } from '../rest-compat/generated/graphql';
 import { Model } from '../src/models/model.entity';
 import { BUILTIN_MODELS, seedBuiltinModels } from '../src/models/model.seed';
 import { incrementRunCount } from '../src/models/model.service';
+import { planOf } from './helpers/sql';
 import { startTestApp, type TestApp } from './helpers/app';
 
 let t: TestApp;
@@ -720,17 +721,7 @@ describe('lists stay free of N+1 queries', () => {
     // The tag filter is an array overlap the GIN index serves.
     const page = hundred.statements.find((s) => /from "models"/.test(s) && /&&/.test(s));
     expect(page).toBeDefined();
-    // eslint-disable-next-line no-control-regex -- the query log is coloured
-    const plain = page!.replace(/\u001b\[\d+m/g, '');
-    const sql = plain.replace(/^\[query\]\s*/, '').replace(/\s*\[took [^\]]*\]\s*$/, '');
-    const pg = new Client({ connectionString: t.databaseUrl });
-    await pg.connect();
-    try {
-      await pg.query('set enable_seqscan = off');
-      const plan = await pg.query(`explain (generic_plan) ${sql}`);
-      expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('models_tags_index');
-    } finally {
-      await pg.end();
-    }
+    const plan = await planOf(t.databaseUrl, page!, ['set enable_seqscan = off']);
+    expect(plan).toContain('models_tags_index');
   });
 });

@@ -31,6 +31,7 @@ export function ormConfig(opts: OrmOptions): Options {
     pool: { min: 0, max: opts.poolMax ?? 10, acquireTimeoutMillis: 5000, idleTimeoutMillis: 10000 },
     driverOptions: { connection: { connectionTimeoutMillis: 3000, statement_timeout: 30000 } },
     debug: opts.onQuery ? ['query'] : false,
+    colors: false,
     logger: opts.onQuery ? (msg: string) => opts.onQuery!(msg) : undefined,
     discovery: { warnWhenNoEntities: false },
     metadataCache: { enabled: false },
