@@ -19,7 +19,8 @@ export function body(req: Request): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
-function queryString(req: Request, name: string): string | undefined {
+/** A query parameter given at most once (a repeated one is 400). */
+export function queryString(req: Request, name: string): string | undefined {
   const v = req.query[name];
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw AppError.validation({ [name]: 'must be given once' });

@@ -1,6 +1,7 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Team, TeamMember } from '../teams/team.entity';
+import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 
 /** Every entity of the service; each module appends its own here. */
-export const entities = [User, Team, TeamMember, ApiKey];
+export const entities = [User, Team, TeamMember, ApiKey, NumberAssignment, CallRecord, CallLinkWindow];

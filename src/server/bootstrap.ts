@@ -6,6 +6,7 @@ import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
 import { openOrm } from '../db/orm';
+import { cdrRoutes } from '../telephony/cdr.routes';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 
@@ -14,7 +15,7 @@ export interface Runtime {
   orm: MikroORM;
   services: Services;
   app: App;
-  /** Stops in reverse order of start: HTTP, database pool, embedded PostgreSQL. */
+  /** Stops in reverse order of start: HTTP, external connections, database pool, embedded PostgreSQL. */
   stop(): Promise<void>;
 }
 
@@ -46,7 +47,8 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
       publicRoutes.push({ path: '/oidc', router: devIssuerRoutes(issuer, key) });
       log.warn({ issuer }, 'OIDC_ISSUER is unset: using the built-in development issuer');
     }
-    const services = createServices(config, orm, verifier);
+    const services = createServices(config, orm, verifier, log);
+    publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
     const app = await createApp({ config, log, orm, services, publicRoutes });
     const openOrmRef = orm;
     return {
@@ -56,6 +58,7 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
       app,
       stop: async () => {
         await app.close();
+        await services.telephony.close();
         await openOrmRef.close(true);
         await embedded?.stop();
       },

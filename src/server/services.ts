@@ -3,16 +3,20 @@ import { ApiKeyService } from '../auth/api-key.service';
 import { Authenticator } from '../auth/authenticator';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
+import type { Logger } from '../common/logger';
 import { TeamService } from '../teams/team.service';
+import { createCallOriginator } from '../telephony/call-originator';
+import { TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
-export function createServices(config: Config, orm: MikroORM, verifier: TokenVerifier) {
+export function createServices(config: Config, orm: MikroORM, verifier: TokenVerifier, log: Logger) {
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
   const authenticator = new Authenticator(config, verifier, users, apiKeys);
-  return { users, teams, apiKeys, authenticator };
+  const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
+  return { users, teams, apiKeys, authenticator, telephony };
 }
 
 export type Services = ReturnType<typeof createServices>;
