@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from './helpers/app';
-import { cdrBody, jsonCdr, type Leg } from './helpers/json-cdr';
+import { cdrBody, clickToCallLeg, jsonCdr, type Leg } from './helpers/json-cdr';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -294,27 +294,15 @@ describe('GET /api/v2/call-recording', () => {
     await assign(t, carol);
     const base = 1795349703;
     const legs: Leg[] = [
-      {
-        // A click-to-call of alice's, recorded.
+      // A click-to-call of alice's, recorded.
+      clickToCallLeg({
         uuid: uuids.aliceOut,
-        direction: 'outbound',
-        callerIdNumber: '4930123456',
-        destinationNumber: '1000',
+        extension: '1000',
+        number: '15550001000',
+        destination: '4930123456',
         start: base,
-        variables: {
-          cdr_call_direction: 'outbound',
-          cdr_call_from: '1000',
-          cdr_call_to: '4930123456',
-          cdr_extension: '1000',
-          cdr_didnumber: '15550001000',
-          dialed_user: '1000',
-          dialed_domain: 'pbx.example.com',
-          record_path: '/var/lib/freeswitch/recordings/2026/11/22',
-          record_name: `${uuids.aliceOut}.wav`,
-          record_ms: '42000',
-          record_seconds: '42',
-        },
-      },
+        billsec: 42,
+      }),
       {
         uuid: uuids.inboundToAlice,
         direction: 'inbound',

@@ -148,7 +148,11 @@ export function callFromCdr(cdr: Json, uuidHint?: string, receivedAt = new Date(
   const callDirection = text('cdr_call_direction', 'call_direction', 'direction');
   const callTo = text('cdr_call_to', 'profile.destination_number', 'destination_number', 'sip_to_user');
   const callFrom = text('cdr_call_from', 'profile.caller_id_number', 'caller_id_number', 'sip_from_user');
-  const didFallback = callDirection === 'inbound' ? callTo : first('effective_caller_id_number');
+  // The DID of the call: what an inbound call dialled, what an outbound one presented (no `+`).
+  const didFallback = (callDirection === 'inbound' ? callTo : first('effective_caller_id_number'))?.replace(
+    /^\+/,
+    '',
+  );
 
   const createdAt =
     epochOf(first('start_uepoch'), first('start_epoch')) ??

@@ -174,6 +174,41 @@ export function jsonCdr(leg: Leg): Record<string, unknown> {
   };
 }
 
+/**
+ * The caller's leg of a click-to-call from `extension` (holding `number`) to `destination`, as the
+ * service's originate sets it up, recorded by the dialplan for `billsec` seconds.
+ */
+export function clickToCallLeg(call: {
+  uuid: string;
+  extension: string;
+  number: string;
+  destination: string;
+  start: number;
+  billsec: number;
+}): Leg {
+  return {
+    uuid: call.uuid,
+    direction: 'outbound',
+    callerIdNumber: call.destination,
+    destinationNumber: call.extension,
+    start: call.start,
+    billsec: call.billsec,
+    variables: {
+      cdr_call_direction: 'outbound',
+      cdr_call_from: call.extension,
+      cdr_call_to: call.destination,
+      cdr_extension: call.extension,
+      cdr_didnumber: call.number,
+      dialed_user: call.extension,
+      dialed_domain: 'pbx.example.com',
+      record_path: '/var/lib/freeswitch/recordings/2026/11/22',
+      record_name: `${call.uuid}.wav`,
+      record_ms: String(call.billsec * 1000),
+      record_seconds: String(call.billsec),
+    },
+  };
+}
+
 /** The three bodies mod_json_cdr posts, by its `encode` setting, with their content types. */
 export function cdrBody(cdr: Record<string, unknown>, encode: 'false' | 'true' | 'base64') {
   const json = JSON.stringify(cdr);
