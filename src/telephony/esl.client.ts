@@ -40,11 +40,14 @@ export interface EslClientOptions {
   events: string[];
   onEvent: (event: EslMessage) => void;
   maxBackoffMs: number;
-  minBackoffMs?: number;
-  connectTimeoutMs?: number;
-  commandTimeoutMs?: number;
   log: Logger;
 }
+
+const MIN_BACKOFF_MS = 100;
+/** Connecting includes authentication and the event subscription. */
+const CONNECT_TIMEOUT_MS = 5000;
+/** A command unanswered this long means a dead connection: it is dropped and made again. */
+const COMMAND_TIMEOUT_MS = 5000;
 
 /** A header block bigger than this is not FreeSWITCH talking: the connection is dropped. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -174,14 +177,14 @@ export class EslClient {
   }
 
   private connect(): void {
-    const { host, port, connectTimeoutMs = 5000, log } = this.options;
+    const { host, port, log } = this.options;
     this.state = 'connecting';
     this.ready = new Promise<void>((resolve, reject) => (this.settleReady = { resolve, reject }));
     this.ready.catch(() => undefined); // nobody may be waiting for this attempt
     const socket = net.connect({ host, port });
     this.socket = socket;
     const parser = new EslParser();
-    const timer = setTimeout(() => socket.destroy(new Error('timed out connecting')), connectTimeoutMs);
+    const timer = setTimeout(() => socket.destroy(new Error('timed out connecting')), CONNECT_TIMEOUT_MS);
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 30_000);
     socket.on('data', (chunk: Buffer) => {
@@ -221,10 +224,9 @@ export class EslClient {
     });
   }
 
-  /** Exponential from minBackoffMs, capped, with jitter so that many processes do not reconnect in step. */
+  /** Exponential, capped, with jitter so that many processes do not reconnect in step. */
   private backoff(): number {
-    const { minBackoffMs = 100, maxBackoffMs } = this.options;
-    const base = Math.min(maxBackoffMs, minBackoffMs * 2 ** Math.min(this.attempt, 30));
+    const base = Math.min(this.options.maxBackoffMs, MIN_BACKOFF_MS * 2 ** Math.min(this.attempt, 30));
     this.attempt++;
     return Math.round(base / 2 + (Math.random() * base) / 2);
   }
@@ -276,12 +278,11 @@ export class EslClient {
     if (lines.some((l) => /[\r\n]/.test(l))) throw new Error('refusing to send a command with a line break');
     const socket = this.socket;
     if (!socket) return Promise.reject(new EslUnavailableError('not connected'));
-    const { commandTimeoutMs = 5000 } = this.options;
     return new Promise<EslMessage>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.lastError = 'FreeSWITCH did not answer a command in time';
         socket.destroy();
-      }, commandTimeoutMs);
+      }, COMMAND_TIMEOUT_MS);
       this.pending.push({
         resolve: (m) => {
           clearTimeout(timer);

@@ -13,9 +13,6 @@ export class EslPeer {
   /** Authenticated connections so far. */
   logins = 0;
   private readonly waiters: { ready: () => boolean; resolve: () => void }[] = [];
-  /** What the BACKGROUND_JOB of each originate reports. */
-  jobResult = (command: string) =>
-    `+OK ${/origination_uuid=([0-9a-f-]{36})/.exec(command)?.[1] ?? randomUUID()}\n`;
   port = 0;
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
@@ -127,8 +124,9 @@ export class EslPeer {
     });
   }
 
+  /** Reports an originate as answered: `+OK <uuid of the call>`. */
   private sendBackgroundJob(socket: net.Socket, jobUuid: string, command: string): void {
-    const result = this.jobResult(command);
+    const result = `+OK ${/origination_uuid=([0-9a-f-]{36})/.exec(command)?.[1] ?? randomUUID()}\n`;
     const [name, ...args] = command.split(' ');
     const headers = {
       'Event-Name': 'BACKGROUND_JOB',
