@@ -19,7 +19,7 @@ export function body(req: Request): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
-/** A query parameter given at most once. */
+/** A query parameter given at most once (a repeated one is 400). */
 export function queryString(req: Request, name: string): string | undefined {
   const v = req.query[name];
   if (v === undefined) return undefined;

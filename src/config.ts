@@ -5,6 +5,12 @@ import path from 'node:path';
 
 export type Role = 'api' | 'worker' | 'bridge';
 
+/** An inclusive range of numbers (phone numbers or extensions) of a telephony pool. */
+export interface NumberRange {
+  from: number;
+  to: number;
+}
+
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
   logLevel: string;
@@ -34,7 +40,25 @@ export interface Config {
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
+  telephonyNumbers: readonly NumberRange[];
+  telephonyExtensions: readonly NumberRange[];
+  telephonySipDomain: string | undefined;
+  telephonyRecordingsUrl: string | undefined;
+  telephonyRecordingsDir: string;
+  telephonyProviderId: number;
+  telephonyCdrUsername: string;
+  telephonyCdrPassword: string | undefined;
+  telephonyCallLinkPerMinute: number;
+  freeswitchEslHost: string | undefined;
+  freeswitchEslPort: number;
+  freeswitchEslPassword: string;
+  freeswitchGateway: string | undefined;
+  freeswitchEslMaxBackoffMs: number;
 }
+
+/** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
+export const MAX_POOL_RANGE_SIZE = 1_000_000;
+export const MAX_POOL_ENTRIES = 1000;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -100,6 +124,52 @@ class Parser {
     }
   }
 
+  /** A string matching `pattern` (anchored), described by `what` when it does not. */
+  matching(name: string, pattern: RegExp, what: string): string | undefined {
+    const v = this.raw(name);
+    if (v !== undefined && !pattern.test(v)) {
+      this.problems.push(`${name}: expected ${what}, got "${v}"`);
+      return undefined;
+    }
+    return v;
+  }
+
+  /**
+   * A pool of numbers: comma-separated single values and `from-to` ranges of digits (at most 15,
+   * no leading zero, both ends of a range the same length), without overlaps.
+   */
+  ranges(name: string, fallback = ''): NumberRange[] {
+    const parts = (this.raw(name) ?? fallback)
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const problem = (what: string) => {
+      this.problems.push(`${name}: ${what}`);
+      return [];
+    };
+    if (parts.length > MAX_POOL_ENTRIES) return problem(`at most ${MAX_POOL_ENTRIES} entries`);
+    const ranges: NumberRange[] = [];
+    for (const part of parts) {
+      const m = /^([1-9]\d{0,14})(?:-([1-9]\d{0,14}))?$/.exec(part);
+      if (!m) return problem(`"${part}" is not digits (at most 15, no leading zero) or a range of them`);
+      const [from, to] = [Number(m[1]), Number(m[2] ?? m[1])];
+      if (m[2] && m[1].length !== m[2].length)
+        return problem(`both ends of "${part}" must have the same number of digits`);
+      if (to < from) return problem(`"${part}" ends before it starts`);
+      if (to - from + 1 > MAX_POOL_RANGE_SIZE)
+        return problem(`"${part}" holds more than ${MAX_POOL_RANGE_SIZE} values`);
+      ranges.push({ from, to });
+    }
+    const sorted = [...ranges].sort((a, b) => a.from - b.from);
+    for (let i = 1; i < sorted.length; i++) {
+      if (sorted[i].from <= sorted[i - 1].to)
+        return problem(
+          `${sorted[i - 1].from}-${sorted[i - 1].to} and ${sorted[i].from}-${sorted[i].to} overlap`,
+        );
+    }
+    return ranges;
+  }
+
   list(name: string): string[] {
     return (this.raw(name) ?? '')
       .split(',')
@@ -123,6 +193,19 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
   const s3Bucket = p.raw('S3_BUCKET');
   if (storage === 's3' && !s3Bucket) p.problems.push('S3_BUCKET: required when STORAGE=s3');
+  const freeswitchEslHost = p.matching(
+    'FREESWITCH_ESL_HOST',
+    /^[\w.:[\]-]{1,253}$/,
+    'a host name or address',
+  );
+  // The gateway and the domain are written into originate commands: a strict alphabet.
+  const freeswitchGateway = p.matching(
+    'FREESWITCH_GATEWAY',
+    /^[\w.-]{1,64}$/,
+    'a gateway name ([A-Za-z0-9_.-])',
+  );
+  if (freeswitchEslHost && !freeswitchGateway && !p.raw('FREESWITCH_GATEWAY'))
+    p.problems.push('FREESWITCH_GATEWAY: required when FREESWITCH_ESL_HOST is set');
 
   const config: Config = {
     nodeEnv,
@@ -157,6 +240,26 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
+    telephonyNumbers: p.ranges('TELEPHONY_NUMBERS'),
+    telephonyExtensions: p.ranges('TELEPHONY_EXTENSIONS', '1000-8999'),
+    telephonySipDomain: p.matching('TELEPHONY_SIP_DOMAIN', /^[A-Za-z0-9.-]{1,253}$/, 'a domain name'),
+    telephonyRecordingsUrl: p.url('TELEPHONY_RECORDINGS_URL', undefined),
+    telephonyRecordingsDir: p
+      .str('TELEPHONY_RECORDINGS_DIR', '/var/lib/freeswitch/recordings')
+      .replace(/\/+$/, ''),
+    telephonyProviderId: p.int('TELEPHONY_PROVIDER_ID', 1, 0, 2147483647),
+    telephonyCdrUsername:
+      p.matching('TELEPHONY_CDR_USERNAME', /^[^:\s]{1,128}$/, 'a user name without colons or spaces') ??
+      'freeswitch',
+    telephonyCdrPassword: p.raw('TELEPHONY_CDR_PASSWORD'),
+    telephonyCallLinkPerMinute: p.int('TELEPHONY_CALL_LINK_PER_MINUTE', 10, 1, 100000),
+    freeswitchEslHost,
+    freeswitchEslPort: p.int('FREESWITCH_ESL_PORT', 8021, 1, 65535),
+    // Sent as `auth <password>`: one line.
+    freeswitchEslPassword:
+      p.matching('FREESWITCH_ESL_PASSWORD', /^[^\r\n]{1,256}$/, 'a password on one line') ?? 'ClueCon',
+    freeswitchGateway,
+    freeswitchEslMaxBackoffMs: p.int('FREESWITCH_ESL_MAX_BACKOFF_MS', 30000, 10, 600000),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);

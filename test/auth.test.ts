@@ -238,6 +238,11 @@ describe('API keys', () => {
     expect(second.body.map((k: { name: string }) => k.name)).toEqual(['k2', 'k1']);
     const bad = await t.http().get('/api/v1/tokens?cursor=zzz').set('authorization', bearer(token));
     expect(bad.status).toBe(400);
+    // Well-formed but forged: the id is not a UUID, so it never reaches the database.
+    const forged = Buffer.from(JSON.stringify([new Date().toISOString(), 'x'])).toString('base64url');
+    const res = await t.http().get(`/api/v1/teams?cursor=${forged}`).set('authorization', bearer(token));
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('VALIDATION_FAILED');
   });
 });
 
@@ -423,16 +428,17 @@ describe('HTTP behaviour', () => {
 
 describe('signing key rotation', () => {
   it('refetches the JWKS on an unknown kid, at most once per cooldown', async () => {
-    const app = await startTestApp({ OIDC_JWKS_COOLDOWN_SECONDS: '1' });
+    const app = await startTestApp({ OIDC_JWKS_COOLDOWN_SECONDS: '2' });
     try {
+      const next = await app.issuer.nextKey();
       expect((await app.gql(ME, {}, bearer(await app.tokenFor('carol')))).status).toBe(200);
       expect(app.issuer.jwksFetches).toBe(1);
-      await app.issuer.rotateKey();
+      await app.issuer.rotateKey(next);
       const rotated = bearer(await app.tokenFor('carol'));
       // Within the cooldown the new kid is unknown and the JWKS is not hammered.
       expect((await app.gql(ME, {}, rotated)).status).toBe(401);
       expect(app.issuer.jwksFetches).toBe(1);
-      await new Promise((r) => setTimeout(r, 1100));
+      await new Promise((r) => setTimeout(r, 2100));
       const res = await app.gql(ME, {}, rotated);
       expect(res.status).toBe(200);
       expect(res.body.data.me.userId).toBe('carol');

@@ -125,6 +125,8 @@ export function graphqlErrorExtensions(
   return {
     code: error.code,
     ...(error.details ? { details: error.details } : {}),
+    // What `Retry-After` says over REST (rate limits, a database that is briefly away).
+    ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
     ...(requestId && error.code === 'INTERNAL' ? { requestId } : {}),
   };
 }

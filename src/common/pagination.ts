@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EntityName, FilterQuery, FindOptions } from '@mikro-orm/core';
 import { AppError } from './errors';
+import { isUuid } from './ids';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -25,11 +26,16 @@ export function encodeCursor(row: Keyed): string {
   return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+/** `isId` checks the id a cursor carries (UUIDs unless the table says otherwise). */
+export function decodeCursor(
+  cursor: string,
+  isId: (id: unknown) => boolean = isUuid,
+): { createdAt: Date; id: string } {
   try {
     const [iso, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(iso);
-    if (typeof id !== 'string' || Number.isNaN(createdAt.getTime())) throw new Error('bad cursor');
+    if (typeof id !== 'string' || !isId(id) || Number.isNaN(createdAt.getTime()))
+      throw new Error('bad cursor');
     return { createdAt, id };
   } catch {
     throw AppError.validation({ cursor: 'is not a cursor this service issued' });
@@ -50,12 +56,12 @@ export async function findPage<T extends Keyed>(
   entity: EntityName<T>,
   where: FilterQuery<T>,
   args: PageArgs,
-  options: { populate?: readonly string[] } = {},
+  options: { populate?: readonly string[]; isId?: (id: unknown) => boolean } = {},
 ): Promise<Page<T>> {
   const limit = pageSize(args.first);
   let filter = where;
   if (args.after) {
-    const { createdAt, id } = decodeCursor(args.after);
+    const { createdAt, id } = decodeCursor(args.after, options.isId);
     filter = {
       $and: [where, { $or: [{ createdAt: { $lt: createdAt } }, { createdAt, id: { $lt: id } }] }],
     } as FilterQuery<T>;

@@ -1,8 +1,21 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { Team, TeamMember } from '../teams/team.entity';
+import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { MediaAsset } from '../media/media.entity';
 
 /** Every entity of the service; each module appends its own here. */
-export const entities = [User, Team, TeamMember, ApiKey, MediaAsset, Model, ModelLike, ModelFollow];
+export const entities = [
+  User,
+  Team,
+  TeamMember,
+  ApiKey,
+  MediaAsset,
+  Model,
+  ModelLike,
+  ModelFollow,
+  NumberAssignment,
+  CallRecord,
+  CallLinkWindow,
+];

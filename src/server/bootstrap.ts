@@ -7,6 +7,7 @@ import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
 import { openOrm, type OrmOptions } from '../db/orm';
 import { seedBuiltinModels } from '../models/model.seed';
+import { cdrRoutes } from '../telephony/cdr.routes';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
@@ -16,7 +17,7 @@ export interface Runtime {
   orm: MikroORM;
   services: Services;
   app: App;
-  /** Stops in reverse order of start: HTTP, database pool, embedded PostgreSQL. */
+  /** Stops in reverse order of start: HTTP, external connections, database pool, embedded PostgreSQL. */
   stop(): Promise<void>;
 }
 
@@ -60,6 +61,7 @@ export async function startRuntime(
     }
     const storage = await createStorage(config);
     const services = createServices({ config, orm, verifier, storage, log });
+    publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
     const app = await createApp({ config, log, orm, services, publicRoutes });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
     const openOrmRef = orm;
@@ -71,6 +73,7 @@ export async function startRuntime(
       stop: async () => {
         clearInterval(sweeper);
         await app.close();
+        await services.telephony.close();
         await openOrmRef.close(true);
         await embedded?.stop();
       },

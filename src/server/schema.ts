@@ -3,6 +3,7 @@ import { buildSchemaSync, getMetadataStorage, type ContainerType } from 'type-gr
 import { ApiKeyResolver } from '../auth/api-key.resolver';
 import { ModelResolver } from '../models/model.resolver';
 import { TeamResolver } from '../teams/team.resolver';
+import { TelephonyResolver } from '../telephony/telephony.resolver';
 import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
 import { AppError } from '../common/errors';
@@ -16,10 +17,18 @@ function resolverInstances(s: Services) {
     new ApiKeyResolver(s.apiKeys),
     new MediaResolver(s.media),
     new ModelResolver(s.models),
+    new TelephonyResolver(s.telephony),
   ];
 }
 
-const resolverClasses = [UserResolver, TeamResolver, ApiKeyResolver, MediaResolver, ModelResolver] as const;
+const resolverClasses = [
+  UserResolver,
+  TeamResolver,
+  ApiKeyResolver,
+  MediaResolver,
+  ModelResolver,
+  TelephonyResolver,
+] as const;
 
 export function buildAppSchema(services?: Services): GraphQLSchema {
   const instances = services ? resolverInstances(services) : [];

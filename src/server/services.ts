@@ -8,6 +8,8 @@ import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService } from '../models/model.service';
 import { TeamService } from '../teams/team.service';
+import { createCallOriginator } from '../telephony/call-originator';
+import { TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
@@ -31,7 +33,8 @@ export function createServices({ config, orm, verifier, storage, log }: ServiceD
     log,
   );
   const models = new ModelService(orm);
-  return { users, teams, apiKeys, authenticator, media, models };
+  const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
+  return { users, teams, apiKeys, authenticator, media, models, telephony };
 }
 
 export type Services = ReturnType<typeof createServices>;

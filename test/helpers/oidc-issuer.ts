@@ -33,15 +33,16 @@ export class TestIssuer {
     return t;
   }
 
-  /** Adds a new signing key (published in the JWKS) and signs with it from now on. */
-  async rotateKey(): Promise<void> {
+  /** A fresh signing key, not yet published (key generation is slow; tests time around it). */
+  async nextKey(): Promise<{ kid: string; privateKey: CryptoKey; publicJwk: JWK }> {
     const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
     const kid = `k${this.keys.length + 1}`;
-    this.keys.push({
-      kid,
-      privateKey,
-      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' },
-    });
+    return { kid, privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+  }
+
+  /** Publishes a signing key in the JWKS and signs with it from now on. */
+  async rotateKey(key?: { kid: string; privateKey: CryptoKey; publicJwk: JWK }): Promise<void> {
+    this.keys.push(key ?? (await this.nextKey()));
   }
 
   /** A user token; `opts` bends it for negative tests. */

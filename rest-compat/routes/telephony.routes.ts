@@ -1,0 +1,68 @@
+import {
+  AssignNumberDocument,
+  CallLinkDocument,
+  ListCallRecordsDocument,
+  type ListCallRecordsQuery,
+} from '../generated/graphql';
+import { listResponse, pageVariables, queryString } from '../rest.helpers';
+import { route } from '../route';
+
+type CallRecordNode = ListCallRecordsQuery['callRecords']['nodes'][number];
+
+/** The spec shows the assignment's times as ISO 8601 "with offset": `+00:00` rather than `Z`. */
+const withOffset = (iso: string) => iso.replace(/Z$/, '+00:00');
+
+/** Integers where the spec says so; 0 and "" stand for unknown, as the legacy zero values did. */
+const callRecordJson = (r: CallRecordNode) => ({
+  id: Number(r.id),
+  provider: r.provider,
+  call_to: r.callTo,
+  call_from: r.callFrom,
+  extension: r.extension ? Number(r.extension) : 0,
+  bill_duration: r.billDuration,
+  didnumber: r.didNumber ? Number(r.didNumber) : 0,
+  domain: r.domain,
+  hangup_cause: r.hangupCause,
+  recording: r.recording ?? '',
+  call_direction: r.callDirection,
+  call_uuid: r.callUuid,
+  created_at: r.createdAt,
+  started_at: r.startedAt,
+});
+
+/** Telephony (`/api/v2`); see docs/telephony.md. The CDR endpoint is not here: it is not a user's. */
+export const telephonyRoutes = [
+  route({
+    method: 'get',
+    path: '/api/v2/assign-number',
+    document: AssignNumberDocument,
+    variables: () => ({}),
+    respond: ({ assignNumber: a }) => ({
+      body: {
+        role: a.role,
+        phone_number: a.phoneNumber,
+        idp_id: a.idpId,
+        extension: a.extension,
+        created_at: withOffset(a.createdAt),
+        updated_at: withOffset(a.updatedAt),
+      },
+    }),
+  }),
+  route({
+    method: 'get',
+    path: '/api/v2/call-recording',
+    document: ListCallRecordsDocument,
+    variables: (req) => pageVariables(req),
+    respond: ({ callRecords }, req) => listResponse(req, callRecords, callRecordJson),
+  }),
+  route({
+    method: 'get',
+    path: '/api/v2/call-link',
+    document: CallLinkDocument,
+    variables: (req) => ({
+      source: queryString(req, 'source_number') ?? '',
+      destination: queryString(req, 'destination_number') ?? '',
+    }),
+    respond: ({ callLink }) => ({ body: { call_uuid: callLink.callUuid, status: callLink.status } }),
+  }),
+];
