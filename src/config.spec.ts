@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { ConfigError, loadConfig } from './config';
 
 describe('loadConfig', () => {
@@ -18,6 +19,7 @@ describe('loadConfig', () => {
       maxUploadBytes: 5368709120,
       adminSubjects: [],
       localExecutorTrust: 'builtin',
+      localExecutorConcurrency: availableParallelism(),
       graphqlIntrospection: true,
       graphqlIde: true,
     });
@@ -52,6 +54,8 @@ describe('loadConfig', () => {
         ROLES: 'api,cook',
         MAX_UPLOAD_BYTES: '-1',
         GRAPHQL_IDE: 'maybe',
+        EXECUTOR: 'slurm',
+        LOCAL_EXECUTOR_CONCURRENCY: '0',
       });
     } catch (e) {
       error = e as ConfigError;
@@ -60,7 +64,9 @@ describe('loadConfig', () => {
     const names = error!.problems.map((p) => p.split(':')[0]);
     expect(names.sort()).toEqual([
       'DATABASE_URL',
+      'EXECUTOR',
       'GRAPHQL_IDE',
+      'LOCAL_EXECUTOR_CONCURRENCY',
       'MAX_UPLOAD_BYTES',
       'PORT',
       'ROLES',

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 /** The one place that reads process.env. Everything else receives a frozen Config. */
@@ -37,6 +38,10 @@ export interface Config {
   maxBodyBytes: number;
   adminSubjects: readonly string[];
   localExecutorTrust: 'builtin' | 'any';
+  /** Jobs the local executor runs at once. */
+  localExecutorConcurrency: number;
+  /** PATH of the processes the local executor starts. */
+  localExecutorPath: string;
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
@@ -190,6 +195,9 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     p.problems.push(`ROLES: unknown role(s) ${badRoles.join(', ')}; use api, worker, bridge`);
   const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
+  const executor = p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local');
+  // The names are the contract; the cluster adapters are not built yet (docs/jobs.md).
+  if (executor !== 'local') p.problems.push(`EXECUTOR: "${executor}" is not available yet; use local`);
   const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
   const s3Bucket = p.raw('S3_BUCKET');
   if (storage === 's3' && !s3Bucket) p.problems.push('S3_BUCKET: required when STORAGE=s3');
@@ -230,13 +238,15 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     s3Bucket,
     s3Endpoint: p.url('S3_ENDPOINT', undefined),
     s3Region: p.raw('S3_REGION'),
-    executor: p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local'),
+    executor,
     roles: (roles.length ? roles : ['api', 'worker', 'bridge']) as Role[],
     bridgePort: p.int('BRIDGE_PORT', 8081, 0, 65535),
     maxUploadBytes: p.int('MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1),
     maxBodyBytes: p.int('MAX_BODY_BYTES', 1024 * 1024, 1024),
     adminSubjects: p.list('ADMIN_SUBJECTS'),
     localExecutorTrust: p.oneOf('LOCAL_EXECUTOR_TRUST', ['builtin', 'any'] as const, 'builtin'),
+    localExecutorConcurrency: p.int('LOCAL_EXECUTOR_CONCURRENCY', availableParallelism(), 1, 1024),
+    localExecutorPath: p.str('PATH', '/usr/local/bin:/usr/bin:/bin'),
     graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),

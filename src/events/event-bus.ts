@@ -1,0 +1,183 @@
+import { Client } from 'pg';
+import type { Logger } from '../common/logger';
+
+export type Handler = (payload: unknown) => void;
+
+/** Channels of the service; payloads are JSON, well under PostgreSQL's 8000-byte limit. */
+export const CHANNELS = { jobs: 'job_events', jobLogs: 'job_logs' } as const;
+
+const MAX_BACKOFF_MS = 10_000;
+
+/**
+ * Events between processes over PostgreSQL LISTEN/NOTIFY. Each process keeps one dedicated
+ * connection that listens on every channel anyone subscribed to; publishing is a `pg_notify`
+ * on any connection, so a NOTIFY sent inside a transaction goes out only if it commits.
+ * The listening connection comes back by itself after the database goes away.
+ */
+export class EventBus {
+  private client: Client | null = null;
+  private readonly handlers = new Map<string, Set<Handler>>();
+  private connecting: Promise<void> | null = null;
+  private stopped = false;
+  private backoffMs = 200;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Connects and listens; resolves once the first connection is up. */
+  start(): Promise<void> {
+    return (this.connecting ??= this.connect());
+  }
+
+  /** Calls `handler` with every payload on `channel` until the returned function is called. */
+  on(channel: string, handler: Handler): () => void {
+    let set = this.handlers.get(channel);
+    if (!set) {
+      set = new Set();
+      this.handlers.set(channel, set);
+      if (!(Object.values(CHANNELS) as string[]).includes(channel))
+        void this.client?.query(`LISTEN ${quoteIdent(channel)}`).catch(() => undefined);
+    }
+    set.add(handler);
+    return () => set.delete(handler);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => undefined);
+  }
+
+  private async connect(): Promise<void> {
+    const client = new Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 3000 });
+    client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload));
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    await client.connect();
+    // Every known channel from the start: a subscriber must not miss events while a LISTEN is sent.
+    const channels = new Set<string>([...Object.values(CHANNELS), ...this.handlers.keys()]);
+    for (const channel of channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    this.client = client;
+    this.backoffMs = 200;
+  }
+
+  private lost(client: Client, err?: Error): void {
+    if (this.client !== client || this.stopped) return;
+    this.client = null;
+    this.log.warn({ err }, 'event bus connection lost; reconnecting');
+    void client.end().catch(() => undefined);
+    this.retry();
+  }
+
+  private retry(): void {
+    if (this.stopped) return;
+    this.retryTimer = setTimeout(() => {
+      this.connect().catch((err) => {
+        this.log.warn({ err, retryInMs: this.backoffMs }, 'event bus cannot reconnect yet');
+        this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+        this.retry();
+      });
+    }, this.backoffMs);
+    this.retryTimer.unref();
+  }
+
+  private dispatch(channel: string, raw: string | undefined): void {
+    const set = this.handlers.get(channel);
+    if (!set?.size || raw === undefined) return;
+    let payload: unknown;
+    try {
+      payload = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    for (const handler of set) {
+      try {
+        handler(payload);
+      } catch (err) {
+        this.log.error({ err, channel }, 'event handler failed');
+      }
+    }
+  }
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * An async iterator fed by pushes, for GraphQL subscriptions. A consumer that falls more than
+ * `limit` events behind is ended with an error rather than buffering without bound.
+ */
+export class EventQueue<T> implements AsyncIterableIterator<T> {
+  private readonly buffer: T[] = [];
+  private waiting: ((r: IteratorResult<T>) => void) | null = null;
+  private failWaiting: ((err: Error) => void) | null = null;
+  private done = false;
+  private error: Error | null = null;
+
+  constructor(
+    private readonly onClose: () => void,
+    private readonly limit = 1000,
+  ) {}
+
+  push(value: T): void {
+    if (this.done) return;
+    if (this.waiting) {
+      const resolve = this.waiting;
+      this.waiting = this.failWaiting = null;
+      resolve({ value, done: false });
+      return;
+    }
+    if (this.buffer.length >= this.limit)
+      return this.fail(new Error('subscriber too slow; events were dropped'));
+    this.buffer.push(value);
+  }
+
+  fail(err: Error): void {
+    if (this.done) return;
+    this.error = err;
+    if (this.failWaiting) {
+      const reject = this.failWaiting;
+      this.waiting = this.failWaiting = null;
+      this.finish();
+      reject(err);
+    }
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.buffer.length) return Promise.resolve({ value: this.buffer.shift()!, done: false });
+    if (this.error) {
+      const err = this.error;
+      this.finish();
+      return Promise.reject(err);
+    }
+    if (this.done) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiting = resolve;
+      this.failWaiting = reject;
+    });
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.finish();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.buffer.length = 0;
+    this.onClose();
+    this.waiting?.({ value: undefined, done: true });
+    this.waiting = this.failWaiting = null;
+  }
+}
