@@ -19,6 +19,12 @@ export interface Config {
   oidcJwksCooldownSeconds: number;
   oidcClientId: string;
   oidcClientSecret: string;
+  /** Scopes the login flow asks the identity provider for. */
+  oidcScopes: string;
+  /** Bound on each call the login flow makes to the identity provider. */
+  oidcTimeoutSeconds: number;
+  /** Lifetime of a login session (the `auth_session` cookie). */
+  sessionTtlSeconds: number;
   apiKeyHeader: string;
   storage: 'local' | 's3';
   s3Bucket: string | undefined;
@@ -120,6 +126,8 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     p.problems.push(`ROLES: unknown role(s) ${badRoles.join(', ')}; use api, worker, bridge`);
   const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
+  const oidcScopes = p.str('OIDC_SCOPES', 'openid profile email offline_access');
+  if (!oidcScopes.split(/\s+/).includes('openid')) p.problems.push('OIDC_SCOPES: must include openid');
   const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
   const s3Bucket = p.raw('S3_BUCKET');
   if (storage === 's3' && !s3Bucket) p.problems.push('S3_BUCKET: required when STORAGE=s3');
@@ -142,6 +150,9 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     oidcJwksCooldownSeconds: p.int('OIDC_JWKS_COOLDOWN_SECONDS', 30, 0, 3600),
     oidcClientId: p.str('OIDC_CLIENT_ID', 'media-platform-dev'),
     oidcClientSecret: p.str('OIDC_CLIENT_SECRET', 'media-platform-dev-secret'),
+    oidcScopes,
+    oidcTimeoutSeconds: p.int('OIDC_TIMEOUT_SECONDS', 5, 1, 120),
+    sessionTtlSeconds: p.int('SESSION_TTL_SECONDS', 14 * 24 * 3600, 1, 365 * 24 * 3600),
     apiKeyHeader,
     storage,
     s3Bucket,

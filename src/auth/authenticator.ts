@@ -4,6 +4,7 @@ import { isUuid } from '../common/ids';
 import type { UserService } from '../users/user.service';
 import type { ApiKeyService } from './api-key.service';
 import type { Principal } from './principal';
+import type { SessionService } from './session.service';
 import type { TokenVerifier } from './token-verifier';
 
 export interface Credentials {
@@ -18,6 +19,7 @@ export class Authenticator {
     private readonly verifier: TokenVerifier,
     private readonly users: UserService,
     private readonly apiKeys: ApiKeyService,
+    private readonly sessions: SessionService,
   ) {}
 
   async authenticate({ authorization, apiKey }: Credentials): Promise<Principal | null> {
@@ -33,6 +35,18 @@ export class Authenticator {
     if (!match) throw new AppError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"');
     const token = match[1];
     return isUuid(token) ? this.fromApiKey(token) : this.fromUserToken(token);
+  }
+
+  /** The user of a login session cookie; only `fetch-metadata` takes this credential. */
+  async authenticateSession(cookie: string | undefined): Promise<Principal> {
+    const { user } = await this.sessions.byCookie(cookie);
+    return {
+      user,
+      team: null,
+      credential: 'session',
+      apiKeyId: null,
+      isAdmin: this.config.adminSubjects.includes(user.subject),
+    };
   }
 
   private async fromUserToken(token: string): Promise<Principal> {

@@ -69,14 +69,3 @@ export async function signUserToken(
     .setExpirationTime(`${ttlSeconds}s`)
     .sign(privateKey);
 }
-
-/** The discovery document the development issuer serves at /oidc/.well-known/openid-configuration. */
-export function discoveryDocument(issuer: string) {
-  return {
-    issuer,
-    jwks_uri: `${issuer}/jwks`,
-    id_token_signing_alg_values_supported: ['RS256'],
-    subject_types_supported: ['public'],
-    response_types_supported: ['code'],
-  };
-}

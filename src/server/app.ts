@@ -14,6 +14,7 @@ import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
 import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
+import { loginRoutes } from '../auth/login.routes';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
 import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
@@ -172,6 +173,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   await apollo.start();
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
+  app.use(loginRoutes(config, services));
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
 
   app.use((req, res) =>
