@@ -1,5 +1,5 @@
 /** `npm run token -- <username>`: prints a user token of the built-in development issuer. */
-import { devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
+import { devAudience, devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
 import { loadConfig } from '../src/config';
 
 async function main() {
@@ -17,7 +17,7 @@ async function main() {
   const token = await signUserToken(
     key,
     devIssuerUrl(config.publicUrl),
-    config.oidcAudience ?? config.oidcClientId,
+    devAudience(config),
     {
       sub: username,
       preferred_username: username,

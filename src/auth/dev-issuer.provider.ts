@@ -6,22 +6,14 @@ import type { DevAccountService } from './dev-account.service';
 import type { DevAccount } from './dev-issuer.entity';
 import { postgresAdapter } from './dev-issuer.adapter';
 import { messagePage, PAGE_SECURITY_HEADERS } from './dev-issuer.pages';
-import { devIssuerUrl, USER_TOKEN_TTL_SECONDS, type SigningKey } from './dev-issuer';
-
-/** The redirect URIs of the login flow: what any identity provider must allow for this client. */
-export function loginCallbackUrls(publicUrl: string): string[] {
-  return ['v1', 'v2'].map((v) => `${publicUrl}/api/${v}/auth/callback`);
-}
-
-/** The API as a resource server (RFC 8707): access tokens for it are JWTs the API verifies. */
-export function apiResource(config: Pick<Config, 'publicUrl'>): string {
-  return `${config.publicUrl}/api`;
-}
-
-/** The `aud` of user tokens, the same for the login flow and `npm run token`. */
-export function devAudience(config: Pick<Config, 'oidcAudience' | 'oidcClientId'>): string {
-  return config.oidcAudience ?? config.oidcClientId;
-}
+import {
+  apiResource,
+  devAudience,
+  devIssuerUrl,
+  USER_TOKEN_TTL_SECONDS,
+  type SigningKey,
+} from './dev-issuer';
+import { callbackUrl, LOGIN_VERSIONS } from './login.service';
 
 function claimsOf(account: DevAccount) {
   return {
@@ -46,7 +38,7 @@ export function createDevProvider(deps: {
 }): Provider {
   const { config, key, orm, accounts } = deps;
   const issuer = devIssuerUrl(config.publicUrl);
-  const resource = apiResource(config);
+  const resource = apiResource(config.publicUrl);
   const mountPath = new URL(issuer).pathname;
 
   const configuration: Configuration = {
@@ -57,7 +49,7 @@ export function createDevProvider(deps: {
         client_id: config.oidcClientId,
         client_secret: config.oidcClientSecret,
         client_name: 'Media platform',
-        redirect_uris: loginCallbackUrls(config.publicUrl),
+        redirect_uris: LOGIN_VERSIONS.map((v) => callbackUrl(config.publicUrl, v)),
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_post',

@@ -2,7 +2,7 @@ import { Router, type CookieOptions, type NextFunction, type Request, type Respo
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../server/http.helpers';
 import type { Services } from '../server/services';
-import type { LoginTokens, LoginVersion } from './login.service';
+import { LOGIN_VERSIONS, type LoginTokens } from './login.service';
 
 export const SESSION_COOKIE = 'auth_session';
 /** Ties a browser-started login to the browser that finishes it (see LoginService.start). */
@@ -38,7 +38,7 @@ export function loginRoutes(config: Config, { login, authenticator }: Services):
     maxAge: maxAgeMs,
   });
 
-  for (const version of ['v1', 'v2'] as LoginVersion[]) {
+  for (const version of LOGIN_VERSIONS) {
     const callbackPath = `/api/${version}/auth/callback`;
 
     router.get(
@@ -56,12 +56,12 @@ export function loginRoutes(config: Config, { login, authenticator }: Services):
       callbackPath,
       handle(async (req, res) => {
         res.clearCookie(BINDING_COOKIE, { ...cookie(0, callbackPath), maxAge: undefined });
-        const { tokens, session } = await login.callback({
+        const { tokens, sessionCookie } = await login.callback({
           version,
           query: req.query as Record<string, unknown>,
           binding: readCookie(req, BINDING_COOKIE),
         });
-        res.cookie(SESSION_COOKIE, session.value, cookie(session.expiresAt.getTime() - Date.now()));
+        res.cookie(SESSION_COOKIE, sessionCookie, cookie(config.sessionTtlSeconds * 1000));
         res.setHeader('Cache-Control', 'no-store');
         sendJson(req, res, 200, tokensJson(tokens));
       }),

@@ -5,7 +5,13 @@ import type { IdentityProviderClient, ProviderTokens } from './oidc.client';
 import { randomToken, sha256, type SessionService } from './session.service';
 import type { TokenVerifier, VerifiedClaims } from './token-verifier';
 
-export type LoginVersion = 'v1' | 'v2';
+export const LOGIN_VERSIONS = ['v1', 'v2'] as const;
+export type LoginVersion = (typeof LOGIN_VERSIONS)[number];
+
+/** Where the identity provider sends the browser back: the redirect URIs to allow. */
+export function callbackUrl(publicUrl: string, version: LoginVersion): string {
+  return `${publicUrl}/api/${version}/auth/callback`;
+}
 
 export interface LoginTokens {
   accessToken: string;
@@ -15,7 +21,8 @@ export interface LoginTokens {
 
 export interface CallbackResult {
   tokens: LoginTokens;
-  session: { value: string; expiresAt: Date };
+  /** The `auth_session` cookie's value. */
+  sessionCookie: string;
 }
 
 /**
@@ -32,10 +39,6 @@ export class LoginService {
     private readonly sessions: SessionService,
   ) {}
 
-  callbackUrl(version: LoginVersion): string {
-    return `${this.publicUrl}/api/${version}/auth/callback`;
-  }
-
   /**
    * Starts a login. A browser gets a binding value to keep in a cookie: the callback then only
    * completes in that same browser. An API client's login URL may be opened anywhere.
@@ -48,7 +51,7 @@ export class LoginService {
     const nonce = randomToken();
     const codeVerifier = randomToken();
     const binding = input.browser ? randomToken() : null;
-    const redirectUri = this.callbackUrl(input.version);
+    const redirectUri = callbackUrl(this.publicUrl, input.version);
     const loginUrl = await this.idp.authorizationUrl({
       redirectUri,
       state,
@@ -76,7 +79,7 @@ export class LoginService {
       throw new AppError('BAD_REQUEST', 'the callback has no state: start again at the login URL');
     }
     const attempt = await this.sessions.takeAttempt(state);
-    if (!attempt || attempt.redirectUri !== this.callbackUrl(input.version)) {
+    if (!attempt || attempt.redirectUri !== callbackUrl(this.publicUrl, input.version)) {
       throw new AppError(
         'BAD_REQUEST',
         'unknown, expired or already used login state: start again at the login URL',
@@ -93,8 +96,8 @@ export class LoginService {
       codeVerifier: attempt.codeVerifier,
     });
     const user = await this.users.upsertFromClaims(await this.claimsOf(tokens), { complete: true });
-    const session = await this.sessions.open(user, tokens.refreshToken);
-    return { tokens: loginTokens(tokens, tokens.refreshToken ?? ''), session };
+    const sessionCookie = await this.sessions.open(user, tokens.refreshToken);
+    return { tokens: loginTokens(tokens, tokens.refreshToken ?? ''), sessionCookie };
   }
 
   /** New tokens for a refresh token of a live session; the session keeps the rotated one. */

@@ -115,6 +115,15 @@ export function openIdClient(opts: OpenIdClientOptions): IdentityProviderClient 
 const UNREACHABLE_CODES = new Set(['OAUTH_TIMEOUT', 'OAUTH_ABORT']);
 
 /**
+ * fetch's network failure or openid-client's timeout. By name, not instanceof: the TypeError may
+ * come from another realm (under jest, openid-client then wraps it in a ClientError).
+ */
+function isUnreachable(err: unknown): boolean {
+  const { name, message, code } = (err ?? {}) as { name?: string; message?: string; code?: string };
+  return (name === 'TypeError' && message === 'fetch failed') || UNREACHABLE_CODES.has(code ?? '');
+}
+
+/**
  * What went wrong, in the service's codes: the user's answer or grant was refused (400/401), the
  * provider cannot be reached (503) or answered something unusable (502).
  */
@@ -138,8 +147,7 @@ function providerError(err: unknown, step: string): unknown {
     }
     return new AppError('BAD_GATEWAY', `the identity provider refused the ${step}: ${err.error}`);
   }
-  const code = (err as { code?: string }).code;
-  if ((err instanceof TypeError && err.message === 'fetch failed') || UNREACHABLE_CODES.has(code ?? '')) {
+  if (isUnreachable(err) || isUnreachable((err as { cause?: unknown }).cause)) {
     return new AppError(
       'UNAVAILABLE',
       'the identity provider is unreachable, try again shortly',

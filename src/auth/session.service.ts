@@ -26,19 +26,18 @@ export class SessionService {
   }
 
   /** Opens a session; the returned value is the cookie, only its hash is kept. */
-  async open(user: User, refreshToken: string | null): Promise<{ value: string; expiresAt: Date }> {
+  async open(user: User, refreshToken: string | null): Promise<string> {
     this.sweep();
     const value = randomToken();
-    const expiresAt = new Date(Date.now() + this.ttlSeconds * 1000);
     const em = this.orm.em.fork();
     em.create(LoginSession, {
       idHash: sha256(value),
       user: user.id,
       refreshTokenHash: refreshToken ? sha256(refreshToken) : null,
-      expiresAt,
+      expiresAt: new Date(Date.now() + this.ttlSeconds * 1000),
     });
     await em.flush();
-    return { value, expiresAt };
+    return value;
   }
 
   /** The live session of a cookie value, with its user. */
