@@ -68,6 +68,45 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('configures the login flow: scopes, provider timeout, session lifetime', () => {
+    expect(loadConfig({})).toMatchObject({
+      oidcClientAuthMethod: 'client_secret_post',
+      oidcScopes: 'openid profile email offline_access',
+      oidcTimeoutSeconds: 5,
+      sessionTtlSeconds: 14 * 24 * 3600,
+    });
+    expect(
+      loadConfig({
+        OIDC_CLIENT_AUTH_METHOD: 'client_secret_basic',
+        OIDC_SCOPES: 'openid email',
+        OIDC_TIMEOUT_SECONDS: '2',
+        SESSION_TTL_SECONDS: '60',
+      }),
+    ).toMatchObject({
+      oidcClientAuthMethod: 'client_secret_basic',
+      oidcScopes: 'openid email',
+      oidcTimeoutSeconds: 2,
+      sessionTtlSeconds: 60,
+    });
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({
+        OIDC_CLIENT_AUTH_METHOD: 'private_key_jwt',
+        OIDC_SCOPES: 'profile email',
+        OIDC_TIMEOUT_SECONDS: '0',
+        SESSION_TTL_SECONDS: 'a day',
+      });
+    } catch (e) {
+      error = e as ConfigError;
+    }
+    expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'OIDC_CLIENT_AUTH_METHOD',
+      'OIDC_SCOPES',
+      'OIDC_TIMEOUT_SECONDS',
+      'SESSION_TTL_SECONDS',
+    ]);
+  });
+
   it('requires S3_BUCKET with STORAGE=s3', () => {
     expect(() => loadConfig({ STORAGE: 's3' })).toThrow(/S3_BUCKET/);
     expect(loadConfig({ STORAGE: 's3', S3_BUCKET: 'media' }).s3Bucket).toBe('media');

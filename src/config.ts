@@ -19,6 +19,8 @@ export interface Config {
   oidcJwksCooldownSeconds: number;
   oidcClientId: string;
   oidcClientSecret: string;
+  /** How the login flow's client authenticates at the token endpoint. */
+  oidcClientAuthMethod: 'client_secret_post' | 'client_secret_basic';
   /** Scopes the login flow asks the identity provider for. */
   oidcScopes: string;
   /** Bound on each call the login flow makes to the identity provider. */
@@ -150,6 +152,11 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     oidcJwksCooldownSeconds: p.int('OIDC_JWKS_COOLDOWN_SECONDS', 30, 0, 3600),
     oidcClientId: p.str('OIDC_CLIENT_ID', 'media-platform-dev'),
     oidcClientSecret: p.str('OIDC_CLIENT_SECRET', 'media-platform-dev-secret'),
+    oidcClientAuthMethod: p.oneOf(
+      'OIDC_CLIENT_AUTH_METHOD',
+      ['client_secret_post', 'client_secret_basic'] as const,
+      'client_secret_post',
+    ),
     oidcScopes,
     oidcTimeoutSeconds: p.int('OIDC_TIMEOUT_SECONDS', 5, 1, 120),
     sessionTtlSeconds: p.int('SESSION_TTL_SECONDS', 14 * 24 * 3600, 1, 365 * 24 * 3600),

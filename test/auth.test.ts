@@ -38,6 +38,23 @@ describe('user tokens', () => {
     expect(second.body.data.me.username).toBe('bob2');
   });
 
+  it('keeps the profile fields whose claims a token does not carry (access tokens often carry none)', async () => {
+    await t.gql(
+      ME,
+      {},
+      bearer(await t.tokenFor('kim', { preferred_username: 'kim.k', email: 'k@x.test', name: 'Kim' })),
+    );
+    const bare = await t.issuer.token('kim', { claims: { preferred_username: undefined, email: undefined } });
+    const kept = await t.gql('{ me { username email name } }', {}, bearer(bare));
+    expect(kept.body.data.me).toEqual({ username: 'kim.k', email: 'k@x.test', name: 'Kim' });
+    const changed = await t.gql(
+      '{ me { username email name } }',
+      {},
+      bearer(await t.issuer.token('kim', { claims: { preferred_username: undefined, email: 'new@x.test' } })),
+    );
+    expect(changed.body.data.me).toEqual({ username: 'kim.k', email: 'new@x.test', name: 'Kim' });
+  });
+
   const rejected: [string, () => Promise<string>][] = [
     ['a wrong issuer', () => t.issuer.token('eve', { issuer: 'http://evil.test' })],
     ['a wrong audience', () => t.issuer.token('eve', { audience: 'someone-else' })],

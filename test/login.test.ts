@@ -1,10 +1,15 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { devAudience, devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
 import { freePort } from '../src/db/embedded-postgres';
 import { startTestApp, type TestApp } from './helpers/app';
 import { Browser, formAction, inputValue } from './helpers/browser';
+import { createTestDatabase } from './helpers/db';
+import { spawnService, spawnTs } from './helpers/process';
 
 /** The service with its built-in identity provider (no OIDC_ISSUER), on a port known in advance. */
 async function startDevApp(env: Record<string, string> = {}): Promise<TestApp> {
@@ -22,8 +27,8 @@ const PASSWORD = 'a long password';
 const JSON_ACCEPT = { accept: 'application/json' };
 
 /** Opens the login URL as a browser does and follows it to the identity provider's page. */
-async function openLogin(t: TestApp, browser: Browser, version = 'v1') {
-  const start = `${t.url}/api/${version}/auth/login`;
+async function openLogin(base: string, browser: Browser, version = 'v1') {
+  const start = `${base}/api/${version}/auth/login`;
   const { res, url } = await browser.follow(await browser.get(start), start);
   expect(res.status).toBe(200);
   return { html: await res.text(), url, res };
@@ -57,8 +62,8 @@ async function submitToCallback(
   return url;
 }
 
-async function signUpPage(t: TestApp, browser: Browser, version = 'v1') {
-  const { html, url } = await openLogin(t, browser, version);
+async function signUpPage(base: string, browser: Browser, version = 'v1') {
+  const { html, url } = await openLogin(base, browser, version);
   const link = /href="([^"]*view=sign-up)"/.exec(html)![1].replace(/&amp;/g, '&');
   const res = await browser.get(new URL(link, url).toString());
   expect(res.status).toBe(200);
@@ -70,10 +75,10 @@ async function callback(browser: Browser, url: string) {
   return { res, body: (await res.json()) as Tokens & { error?: { code: string; message: string } } };
 }
 
-async function signUp(t: TestApp, username: string, extra: Record<string, string> = {}) {
+async function signUp(base: string, username: string, extra: Record<string, string> = {}) {
   const browser = new Browser();
-  const page = await signUpPage(t, browser);
-  const url = await submitToCallback(browser, t.url, page, '/sign-up', {
+  const page = await signUpPage(base, browser);
+  const url = await submitToCallback(browser, base, page, '/sign-up', {
     username,
     password: PASSWORD,
     ...extra,
@@ -83,10 +88,10 @@ async function signUp(t: TestApp, username: string, extra: Record<string, string
   return { browser, tokens: body, res };
 }
 
-async function signIn(t: TestApp, username: string, password = PASSWORD) {
+async function signIn(base: string, username: string, password = PASSWORD) {
   const browser = new Browser();
-  const { html } = await openLogin(t, browser);
-  const url = await submitToCallback(browser, t.url, html, '/sign-in', { username, password });
+  const { html } = await openLogin(base, browser);
+  const url = await submitToCallback(browser, base, html, '/sign-in', { username, password });
   const { res, body } = await callback(browser, url);
   expect(res.status).toBe(200);
   return { browser, tokens: body };
@@ -143,7 +148,7 @@ describe('login with the built-in identity provider', () => {
     });
 
     it("shows the provider's own sign-in page: marked as development only, CSRF-protected, self-contained", async () => {
-      const { html, res } = await openLogin(t, new Browser());
+      const { html, res } = await openLogin(t.url, new Browser());
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
       expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
       expect(html).toContain('Development identity provider: not for production.');
@@ -155,7 +160,7 @@ describe('login with the built-in identity provider', () => {
   describe('sign-up, callback and the session', () => {
     let alice: Awaited<ReturnType<typeof signUp>>;
     beforeAll(async () => {
-      alice = await signUp(t, 'Alice', { email: 'alice@example.test', name: 'Alice <A.>' });
+      alice = await signUp(t.url, 'Alice', { email: 'alice@example.test', name: 'Alice <A.>' });
     });
 
     it('answers the callback with the Login tokens object and sets the session cookie', async () => {
@@ -284,12 +289,12 @@ describe('login with the built-in identity provider', () => {
 
   describe('sign-in', () => {
     beforeAll(async () => {
-      await signUp(t, 'bob');
+      await signUp(t.url, 'bob');
     });
 
     it('signs an existing account in, in a new browser, as the same user', async () => {
-      const first = await signIn(t, 'bob');
-      const second = await signIn(t, 'BOB');
+      const first = await signIn(t.url, 'bob');
+      const second = await signIn(t.url, 'BOB');
       const ids = await Promise.all(
         [first, second].map(
           async (s) =>
@@ -303,7 +308,7 @@ describe('login with the built-in identity provider', () => {
 
     it('shows the error on a wrong password and keeps the username, HTML-escaped', async () => {
       const browser = new Browser();
-      const { html } = await openLogin(t, browser);
+      const { html } = await openLogin(t.url, browser);
       const { res } = await submit(browser, t.url, html, '/sign-in', {
         username: 'bob"><b>x',
         password: 'wrong password',
@@ -317,7 +322,7 @@ describe('login with the built-in identity provider', () => {
 
     it('refuses a form without its CSRF token', async () => {
       const browser = new Browser();
-      const { html } = await openLogin(t, browser);
+      const { html } = await openLogin(t.url, browser);
       const target = new URL(formAction(html, '/sign-in')!, t.url).toString();
       const res = await browser.post(target, { username: 'bob', password: PASSWORD, csrf: 'forged' });
       expect(res.status).toBe(403);
@@ -326,16 +331,16 @@ describe('login with the built-in identity provider', () => {
 
     it('refuses a taken username at sign-up', async () => {
       const browser = new Browser();
-      const page = await signUpPage(t, browser);
+      const page = await signUpPage(t.url, browser);
       const { res } = await submit(browser, t.url, page, '/sign-up', { username: 'bob', password: PASSWORD });
       expect(res.status).toBe(400);
       expect(await res.text()).toContain('this username is taken');
     });
 
     it('locks an account for a while after repeated failed sign-ins', async () => {
-      await signUp(t, 'carol');
+      await signUp(t.url, 'carol');
       const browser = new Browser();
-      let { html } = await openLogin(t, browser);
+      let { html } = await openLogin(t.url, browser);
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) {
         const { res } = await submit(browser, t.url, html, '/sign-in', {
@@ -357,7 +362,7 @@ describe('login with the built-in identity provider', () => {
 
     it('cancelling the sign-in lands on the callback with a refusal', async () => {
       const browser = new Browser();
-      const { html } = await openLogin(t, browser);
+      const { html } = await openLogin(t.url, browser);
       const url = await submitToCallback(browser, t.url, html, '/cancel', {});
       const { res, body } = await callback(browser, url);
       expect(res.status).toBe(401);
@@ -368,7 +373,7 @@ describe('login with the built-in identity provider', () => {
 
     it('completes a flow started at the v2 path on the v2 callback', async () => {
       const browser = new Browser();
-      const { html } = await openLogin(t, browser, 'v2');
+      const { html } = await openLogin(t.url, browser, 'v2');
       const url = await submitToCallback(
         browser,
         t.url,
@@ -385,12 +390,12 @@ describe('login with the built-in identity provider', () => {
 
   describe('callback checks', () => {
     beforeAll(async () => {
-      await signUp(t, 'dave');
+      await signUp(t.url, 'dave');
     });
 
     /** A sign-in stopped just before the callback: its URL carries the code and the state. */
     async function pendingCallback(browser = new Browser()) {
-      const { html } = await openLogin(t, browser);
+      const { html } = await openLogin(t.url, browser);
       const url = await submitToCallback(browser, t.url, html, '/sign-in', {
         username: 'dave',
         password: PASSWORD,
@@ -445,7 +450,7 @@ describe('login with the built-in identity provider', () => {
 
   describe('refresh and logout', () => {
     it('refreshes: new tokens the API accepts; the spent refresh token is refused', async () => {
-      const { tokens } = await signUp(t, 'erin');
+      const { tokens } = await signUp(t.url, 'erin');
       const res = await refresh(t, tokens.refresh_token);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -471,7 +476,7 @@ describe('login with the built-in identity provider', () => {
     });
 
     it('logout ends the session: the cookie is cleared, metadata and refresh are refused', async () => {
-      const { browser, tokens } = await signUp(t, 'frank');
+      const { browser, tokens } = await signUp(t.url, 'frank');
       const res = await browser.request(`${t.url}/api/v1/auth/logout`, {
         method: 'POST',
         headers: JSON_ACCEPT,
@@ -490,7 +495,7 @@ describe('login with the built-in identity provider', () => {
     });
 
     it('logout by refresh token ends the session of an API client', async () => {
-      const { browser, tokens } = await signUp(t, 'gina');
+      const { browser, tokens } = await signUp(t.url, 'gina');
       const res = await t
         .http()
         .post('/api/v1/auth/logout')
@@ -514,7 +519,7 @@ describe('login with the built-in identity provider', () => {
     });
 
     it('answers 401 to a bearer token alone: the endpoint takes the session cookie', async () => {
-      const { tokens } = await signUp(t, 'hank');
+      const { tokens } = await signUp(t.url, 'hank');
       const res = await t
         .http()
         .get('/api/v1/fetch-metadata')
@@ -524,15 +529,20 @@ describe('login with the built-in identity provider', () => {
   });
 });
 
-describe('an expired session', () => {
+describe('other login settings: a one-second session, client_secret_basic', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startDevApp({ SESSION_TTL_SECONDS: '1' });
+    t = await startDevApp({ SESSION_TTL_SECONDS: '1', OIDC_CLIENT_AUTH_METHOD: 'client_secret_basic' });
   });
   afterAll(() => t.close());
 
-  it('is refused by fetch-metadata and refresh once its time is up', async () => {
-    const { browser, tokens } = await signUp(t, 'ivy');
+  it('exchanges the code with client_secret_basic (the provider refuses any other method)', async () => {
+    const { tokens } = await signUp(t.url, 'jill');
+    expect(tokens.token_type).toBe('Bearer');
+  });
+
+  it('an expired session is refused by fetch-metadata and refresh once its time is up', async () => {
+    const { browser, tokens } = await signUp(t.url, 'ivy');
     const session = browser.setCookies.find((c) => c.startsWith('auth_session='))!;
     expect(session).toMatch(/Max-Age=1;/);
     const cookie = session.split(';')[0];
@@ -618,4 +628,45 @@ describe('an identity provider that is down or broken', () => {
       await new Promise((r) => server.close(r));
     }
   });
+});
+
+describe('the service process on its own (what `npm start` runs)', () => {
+  it('a newcomer signs up in a browser, and `npm run token` tokens name the same user', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'media-login-'));
+    await chmod(dataDir, 0o755);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const env = {
+      DATABASE_URL: await createTestDatabase(),
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      PUBLIC_URL: base,
+    };
+    const svc = await spawnService(env);
+    try {
+      expect(svc.output()).toContain('built-in development identity provider');
+      const { browser, tokens } = await signUp(base, 'newcomer', { name: 'New Comer' });
+      const metadata = await browser.get(`${base}/api/v1/fetch-metadata`, JSON_ACCEPT);
+      expect(await metadata.json()).toMatchObject({ user_id: 'newcomer', name: 'New Comer' });
+
+      const script = spawnTs('scripts/token.ts', ['newcomer'], env);
+      const token = (await script.waitFor(/^ey/)).trim();
+      expect(await script.exited).toBe(0);
+      const me = async (auth: string) => {
+        const res = await fetch(`${base}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${auth}` },
+          body: JSON.stringify({ query: '{ me { id userId } }' }),
+        });
+        return ((await res.json()) as { data: { me: { id: string; userId: string } } }).data.me;
+      };
+      const [fromLogin, fromScript] = [await me(tokens.access_token), await me(token)];
+      expect(fromLogin.userId).toBe('newcomer');
+      expect(fromScript).toEqual(fromLogin);
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -52,7 +52,7 @@ export function createDevProvider(deps: {
         redirect_uris: LOGIN_VERSIONS.map((v) => callbackUrl(config.publicUrl, v)),
         grant_types: ['authorization_code', 'refresh_token'],
         response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_post',
+        token_endpoint_auth_method: config.oidcClientAuthMethod,
       },
     ],
     cookies: {

@@ -30,6 +30,7 @@ export interface OpenIdClientOptions {
   issuer: string;
   clientId: string;
   clientSecret: string;
+  clientAuthMethod: 'client_secret_post' | 'client_secret_basic';
   scopes: string;
   /** Sent as `audience` (Auth0's way of naming the API the access token is for). */
   audience?: string;

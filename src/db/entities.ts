@@ -5,4 +5,13 @@ import { Team, TeamMember } from '../teams/team.entity';
 import { User } from '../users/user.entity';
 
 /** Every entity of the service; each module appends its own here. */
-export const entities = [User, Team, TeamMember, ApiKey, LoginSession, LoginAttempt, DevAccount, OidcProviderState];
+export const entities = [
+  User,
+  Team,
+  TeamMember,
+  ApiKey,
+  LoginSession,
+  LoginAttempt,
+  DevAccount,
+  OidcProviderState,
+];

@@ -20,6 +20,7 @@ export function createServices(config: Config, orm: MikroORM, verifier: TokenVer
     issuer: verifier.issuer,
     clientId: config.oidcClientId,
     clientSecret: config.oidcClientSecret,
+    clientAuthMethod: config.oidcClientAuthMethod,
     scopes: config.oidcScopes,
     audience: config.oidcAudience,
     timeoutSeconds: config.oidcTimeoutSeconds,

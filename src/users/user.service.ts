@@ -21,9 +21,12 @@ function profileFromClaims(claims: VerifiedClaims): ProfileFields {
   };
 }
 
-/** The claims each profile field comes from: a field none of whose claims is present is kept. */
+/**
+ * The claims that update each profile field of a known user: a field none of whose claims is
+ * present is kept (an email alone does not rename a user; a new user falls back to it).
+ */
 const SOURCES: Record<keyof ProfileFields, string[]> = {
-  username: ['preferred_username', 'nickname', 'email'],
+  username: ['preferred_username', 'nickname'],
   email: ['email'],
   emailVerified: ['email_verified'],
   name: ['name'],
