@@ -32,6 +32,15 @@ describe('loadConfig', () => {
     expect(c.cdnUrl).toBe('https://cdn.example.com');
   });
 
+  it('keeps OIDC_ISSUER exactly as given: tokens must name it character for character', () => {
+    expect(loadConfig({ OIDC_ISSUER: 'https://tenant.eu.auth0.com/' }).oidcIssuer).toBe(
+      'https://tenant.eu.auth0.com/',
+    );
+    expect(loadConfig({ OIDC_ISSUER: 'https://kc.example.com/realms/media' }).oidcIssuer).toBe(
+      'https://kc.example.com/realms/media',
+    );
+  });
+
   it('turns introspection and the IDE off in production unless enabled', () => {
     expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({
       graphqlIntrospection: false,

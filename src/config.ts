@@ -95,13 +95,19 @@ class Parser {
     return v as T;
   }
 
-  url(name: string, fallback: string | undefined, protocols = ['http:', 'https:']): string | undefined {
+  /** A URL without trailing slashes, unless `exact` (an OIDC issuer is compared character for character). */
+  url(
+    name: string,
+    fallback: string | undefined,
+    protocols = ['http:', 'https:'],
+    exact = false,
+  ): string | undefined {
     const v = this.raw(name);
     if (v === undefined) return fallback;
     try {
       const u = new URL(v);
       if (!protocols.includes(u.protocol)) throw new Error('protocol');
-      return v.replace(/\/+$/, '');
+      return exact ? v : v.replace(/\/+$/, '');
     } catch {
       this.problems.push(`${name}: expected a URL (${protocols.join(' or ')}), got "${v}"`);
       return fallback;
@@ -147,7 +153,8 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     cdnUrl: p.url('CDN_URL', publicUrl)!,
     dataDir: path.resolve(p.str('DATA_DIR', './.data')),
     databaseUrl: p.url('DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
-    oidcIssuer: p.url('OIDC_ISSUER', undefined),
+    // Auth0's issuer ends with a slash, and tokens must name it exactly.
+    oidcIssuer: p.url('OIDC_ISSUER', undefined, ['http:', 'https:'], true),
     oidcAudience: p.raw('OIDC_AUDIENCE'),
     oidcJwksCooldownSeconds: p.int('OIDC_JWKS_COOLDOWN_SECONDS', 30, 0, 3600),
     oidcClientId: p.str('OIDC_CLIENT_ID', 'media-platform-dev'),

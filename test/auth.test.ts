@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { SignJWT, generateKeyPair } from 'jose';
 import { startTestApp, type TestApp } from './helpers/app';
+import { TestIssuer } from './helpers/oidc-issuer';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -53,6 +54,19 @@ describe('user tokens', () => {
       bearer(await t.issuer.token('kim', { claims: { preferred_username: undefined, email: 'new@x.test' } })),
     );
     expect(changed.body.data.me).toEqual({ username: 'kim.k', email: 'new@x.test', name: 'Kim' });
+  });
+
+  it('accepts an issuer whose identifier ends with a slash (Auth0)', async () => {
+    const issuer = await TestIssuer.start({ trailingSlash: true });
+    const app = await startTestApp({}, { issuer });
+    try {
+      expect(app.config.oidcIssuer).toBe(issuer.issuer);
+      const res = await app.gql(ME, {}, bearer(await issuer.token('slash')));
+      expect(res.body.data.me.userId).toBe('slash');
+    } finally {
+      await app.close();
+      await issuer.stop();
+    }
   });
 
   const rejected: [string, () => Promise<string>][] = [
