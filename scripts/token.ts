@@ -14,16 +14,11 @@ async function main() {
     process.exit(2);
   }
   const key = await loadDevSigningKey(config.dataDir);
-  const token = await signUserToken(
-    key,
-    devIssuerUrl(config.publicUrl),
-    devAudience(config),
-    {
-      sub: username,
-      preferred_username: username,
-      name: username,
-    },
-  );
+  const token = await signUserToken(key, devIssuerUrl(config.publicUrl), devAudience(config), {
+    sub: username,
+    preferred_username: username,
+    name: username,
+  });
   process.stdout.write(`${token}\n`);
 }
 

@@ -184,7 +184,11 @@ describe('login with the built-in identity provider', () => {
 
     it('issues a JWT access token for the API, signed with the development key', async () => {
       const key = await loadDevSigningKey(t.config.dataDir);
-      expect(decodeProtectedHeader(alice.tokens.access_token)).toMatchObject({ alg: 'RS256', kid: key.kid });
+      expect(decodeProtectedHeader(alice.tokens.access_token)).toMatchObject({
+        alg: 'RS256',
+        kid: key.kid,
+        typ: 'at+jwt',
+      });
       expect(decodeJwt(alice.tokens.access_token)).toMatchObject({
         iss: `${t.url}/oidc`,
         aud: devAudience(t.config),

@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
+import type { User } from '../users/user.entity';
 import type { UserService } from '../users/user.service';
 import type { ApiKeyService } from './api-key.service';
 import type { Principal } from './principal';
@@ -40,22 +41,19 @@ export class Authenticator {
   /** The user of a login session cookie; only `fetch-metadata` takes this credential. */
   async authenticateSession(cookie: string | undefined): Promise<Principal> {
     const { user } = await this.sessions.byCookie(cookie);
-    return {
-      user,
-      team: null,
-      credential: 'session',
-      apiKeyId: null,
-      isAdmin: this.config.adminSubjects.includes(user.subject),
-    };
+    return this.userPrincipal(user, 'session');
   }
 
   private async fromUserToken(token: string): Promise<Principal> {
     const claims = await this.verifier.verify(token);
-    const user = await this.users.upsertFromClaims(claims);
+    return this.userPrincipal(await this.users.upsertFromClaims(claims), 'user_token');
+  }
+
+  private userPrincipal(user: User, credential: 'user_token' | 'session'): Principal {
     return {
       user,
       team: null,
-      credential: 'user_token',
+      credential,
       apiKeyId: null,
       isAdmin: this.config.adminSubjects.includes(user.subject),
     };

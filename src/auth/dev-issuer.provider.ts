@@ -43,7 +43,7 @@ export function createDevProvider(deps: {
 
   const configuration: Configuration = {
     adapter: postgresAdapter(orm),
-    jwks: { keys: [key.privateJwk as never] },
+    jwks: { keys: [key.privateJwk] } as Configuration['jwks'],
     clients: [
       {
         client_id: config.oidcClientId,

@@ -1,8 +1,9 @@
-import { Router, type CookieOptions, type NextFunction, type Request, type Response } from 'express';
+import { Router, type CookieOptions, type Request } from 'express';
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../server/http.helpers';
 import type { Services } from '../server/services';
 import { LOGIN_VERSIONS, type LoginTokens } from './login.service';
+import { LOGIN_ATTEMPT_TTL_MS } from './session.service';
 
 export const SESSION_COOKIE = 'auth_session';
 /** Ties a browser-started login to the browser that finishes it (see LoginService.start). */
@@ -15,10 +16,6 @@ const tokensJson = (t: LoginTokens) => ({
   token_type: 'Bearer',
 });
 
-type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void>;
-const handle = (h: Handler) => (req: Request, res: Response, next: NextFunction) =>
-  h(req, res, next).catch(next);
-
 /** A JSON body's field, when there is a JSON object body. */
 const bodyField = (req: Request, name: string): unknown =>
   req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>)[name] : undefined;
@@ -30,72 +27,57 @@ const bodyField = (req: Request, name: string): unknown =>
  */
 export function loginRoutes(config: Config, { login, authenticator }: Services): Router {
   const router = Router();
-  const cookie = (maxAgeMs: number, path = '/'): CookieOptions => ({
+  const cookie = (path = '/'): CookieOptions => ({
     httpOnly: true,
     sameSite: 'lax',
     secure: config.publicUrl.startsWith('https:'),
     path,
-    maxAge: maxAgeMs,
   });
 
   for (const version of LOGIN_VERSIONS) {
     const callbackPath = `/api/${version}/auth/callback`;
 
-    router.get(
-      `/api/${version}/auth/login`,
-      handle(async (req, res) => {
-        const browser = req.accepts(['application/json', 'text/html']) === 'text/html';
-        const { loginUrl, binding } = await login.start({ version, browser });
-        if (!binding) return sendJson(req, res, 200, { login_url: loginUrl });
-        res.cookie(BINDING_COOKIE, binding, cookie(10 * 60_000, callbackPath));
-        res.redirect(302, loginUrl);
-      }),
-    );
+    router.get(`/api/${version}/auth/login`, async (req, res) => {
+      const browser = req.accepts(['application/json', 'text/html']) === 'text/html';
+      const { loginUrl, binding } = await login.start({ version, browser });
+      if (!binding) return sendJson(req, res, 200, { login_url: loginUrl });
+      res.cookie(BINDING_COOKIE, binding, { ...cookie(callbackPath), maxAge: LOGIN_ATTEMPT_TTL_MS });
+      res.redirect(302, loginUrl);
+    });
 
-    router.get(
-      callbackPath,
-      handle(async (req, res) => {
-        res.clearCookie(BINDING_COOKIE, { ...cookie(0, callbackPath), maxAge: undefined });
-        const { tokens, sessionCookie } = await login.callback({
-          version,
-          query: req.query as Record<string, unknown>,
-          binding: readCookie(req, BINDING_COOKIE),
-        });
-        res.cookie(SESSION_COOKIE, sessionCookie, cookie(config.sessionTtlSeconds * 1000));
-        res.setHeader('Cache-Control', 'no-store');
-        sendJson(req, res, 200, tokensJson(tokens));
-      }),
-    );
-  }
-
-  router.post(
-    '/api/v1/auth/refresh',
-    handle(async (req, res) => {
-      const tokens = await login.refresh({ refreshToken: bodyField(req, 'refresh_token') });
+    router.get(callbackPath, async (req, res) => {
+      res.clearCookie(BINDING_COOKIE, cookie(callbackPath));
+      const { tokens, sessionCookie } = await login.callback({
+        version,
+        query: req.query as Record<string, unknown>,
+        binding: readCookie(req, BINDING_COOKIE),
+      });
+      res.cookie(SESSION_COOKIE, sessionCookie, { ...cookie(), maxAge: config.sessionTtlSeconds * 1000 });
       res.setHeader('Cache-Control', 'no-store');
       sendJson(req, res, 200, tokensJson(tokens));
-    }),
-  );
+    });
+  }
 
-  router.post(
-    '/api/v1/auth/logout',
-    handle(async (req, res) => {
-      await login.logout({
-        cookie: readCookie(req, SESSION_COOKIE),
-        refreshToken: bodyField(req, 'refresh_token'),
-      });
-      res.clearCookie(SESSION_COOKIE, { ...cookie(0), maxAge: undefined });
-      res.status(204).end();
-    }),
-  );
+  router.post('/api/v1/auth/refresh', async (req, res) => {
+    const tokens = await login.refresh({ refreshToken: bodyField(req, 'refresh_token') });
+    res.setHeader('Cache-Control', 'no-store');
+    sendJson(req, res, 200, tokensJson(tokens));
+  });
 
-  router.get(
-    '/api/v1/fetch-metadata',
-    handle(async (req, res, next) => {
-      res.locals.principal = await authenticator.authenticateSession(readCookie(req, SESSION_COOKIE));
-      next();
-    }),
-  );
+  router.post('/api/v1/auth/logout', async (req, res) => {
+    await login.logout({
+      cookie: readCookie(req, SESSION_COOKIE),
+      refreshToken: bodyField(req, 'refresh_token'),
+    });
+    res.clearCookie(SESSION_COOKIE, cookie());
+    res.status(204).end();
+  });
+
+  // Express 5 passes a rejected promise (401 without a live session) to the error handler.
+  router.get('/api/v1/fetch-metadata', async (req, res, next) => {
+    res.locals.principal = await authenticator.authenticateSession(readCookie(req, SESSION_COOKIE));
+    next();
+  });
 
   return router;
 }

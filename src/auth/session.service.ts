@@ -9,6 +9,8 @@ export const sha256 = (value: string) => createHash('sha256').update(value).dige
 export const randomToken = () => randomBytes(32).toString('base64url');
 
 const SWEEP_INTERVAL_MS = 5 * 60_000;
+/** How long a started login may take to come back to the callback. */
+export const LOGIN_ATTEMPT_TTL_MS = 10 * 60_000;
 
 /** Login sessions (the `auth_session` cookie) in PostgreSQL; expired ones are refused, then swept. */
 export class SessionService {
@@ -67,7 +69,7 @@ export class SessionService {
       await em.nativeDelete(LoginSession, { refreshTokenHash: sha256(where.refreshToken) });
   }
 
-  /** Keeps what the callback must check until the flow returns (ten minutes at most). */
+  /** Keeps what the callback must check until the flow returns (LOGIN_ATTEMPT_TTL_MS at most). */
   async saveAttempt(
     attempt: Omit<LoginAttempt, 'stateHash' | 'expiresAt'> & { state: string },
   ): Promise<void> {
