@@ -540,7 +540,7 @@ describe('other login settings: a one-second session, client_secret_basic', () =
   });
   afterAll(() => t.close());
 
-  it('exchanges the code with client_secret_basic (the provider refuses any other method)', async () => {
+  it('signs in with OIDC_CLIENT_AUTH_METHOD=client_secret_basic', async () => {
     const { tokens } = await signUp(t.url, 'jill');
     expect(tokens.token_type).toBe('Bearer');
   });

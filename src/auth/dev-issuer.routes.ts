@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { errors, type Provider } from 'oidc-provider';
+import { errors, type InteractionResults, type Provider } from 'oidc-provider';
 import { AppError, httpStatusOf } from '../common/errors';
 import { readCookie } from '../server/http.helpers';
 import type { DevAccountService } from './dev-account.service';
@@ -35,7 +35,7 @@ export function devIssuerRoutes(provider: Provider, accounts: DevAccountService,
   };
 
   /** A fresh CSRF token per page, bound to this browser by the cookie. */
-  const csrfFor = (req: Request, res: Response) => {
+  const csrfFor = (res: Response) => {
     const token = randomBytes(24).toString('base64url');
     res.cookie(CSRF_COOKIE, token, {
       httpOnly: true,
@@ -47,7 +47,7 @@ export function devIssuerRoutes(provider: Provider, accounts: DevAccountService,
   };
 
   type Handler = (req: Request, res: Response, uid: string) => Promise<void>;
-  /** Resolves the interaction (404 page when it expired) and turns errors into pages. */
+  /** Resolves the interaction (a page saying so when it is unknown or expired), then `handler`. */
   const interaction = (handler: Handler) => async (req: Request, res: Response, next: NextFunction) => {
     try {
       const details = await provider.interactionDetails(req, res);
@@ -79,6 +79,11 @@ export function devIssuerRoutes(provider: Provider, accounts: DevAccountService,
     }
   };
 
+  const field = (req: Request, name: string) => {
+    const v = (req.body as Record<string, unknown>)?.[name];
+    return typeof v === 'string' ? v : '';
+  };
+
   /** Renders the form again with the error and what was typed (never the password). */
   const formError = (
     req: Request,
@@ -89,98 +94,68 @@ export function devIssuerRoutes(provider: Provider, accounts: DevAccountService,
   ) => {
     if (!(err instanceof AppError)) throw err;
     if (err.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-    const b = req.body as Record<string, string | undefined>;
     const page = {
       action: actionOf(uid),
-      csrf: csrfFor(req, res),
+      csrf: csrfFor(res),
       error: err.details
         ? Object.entries(err.details)
             .map(([k, v]) => `${k}: ${v}`)
             .join('; ')
         : err.message,
-      values: { username: b.username, email: b.email, name: b.name },
+      values: { username: field(req, 'username'), email: field(req, 'email'), name: field(req, 'name') },
     };
     send(res, httpStatusOf(err.code), render(page));
-  };
-
-  const field = (req: Request, name: string) => {
-    const v = (req.body as Record<string, unknown>)?.[name];
-    return typeof v === 'string' ? v : '';
   };
 
   router.get(
     '/interaction/:uid',
     interaction(async (req, res, uid) => {
-      const page = { action: actionOf(uid), csrf: csrfFor(req, res) };
+      const page = { action: actionOf(uid), csrf: csrfFor(res) };
       send(res, 200, req.query.view === 'sign-up' ? signUpPage(page) : signInPage(page));
     }),
   );
 
-  router.post(
-    '/interaction/:uid/sign-in',
-    form,
-    interaction(async (req, res, uid) => {
-      let username: string;
-      try {
-        checkCsrf(req);
-        ({ username } = await accounts.signIn({
-          username: field(req, 'username'),
-          password: field(req, 'password'),
-        }));
-      } catch (err) {
-        return formError(req, res, uid, err, signInPage);
-      }
-      await provider.interactionFinished(
-        req,
-        res,
-        { login: { accountId: username } },
-        { mergeWithLastSubmission: false },
-      );
-    }),
-  );
+  /** A form of the sign-in step: CSRF check, then `act`; the provider resumes with its result. */
+  const formRoute = (
+    name: string,
+    render: (p: FormPage) => string,
+    act: (req: Request) => Promise<InteractionResults>,
+  ) =>
+    router.post(
+      `/interaction/:uid/${name}`,
+      form,
+      interaction(async (req, res, uid) => {
+        let result: InteractionResults;
+        try {
+          checkCsrf(req);
+          result = await act(req);
+        } catch (err) {
+          return formError(req, res, uid, err, render);
+        }
+        await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: false });
+      }),
+    );
 
-  router.post(
-    '/interaction/:uid/sign-up',
-    form,
-    interaction(async (req, res, uid) => {
-      let username: string;
-      try {
-        checkCsrf(req);
-        ({ username } = await accounts.signUp({
-          username: field(req, 'username'),
-          password: field(req, 'password'),
-          email: field(req, 'email'),
-          name: field(req, 'name'),
-        }));
-      } catch (err) {
-        return formError(req, res, uid, err, signUpPage);
-      }
-      await provider.interactionFinished(
-        req,
-        res,
-        { login: { accountId: username } },
-        { mergeWithLastSubmission: false },
-      );
-    }),
+  const signedIn = ({ username }: { username: string }): InteractionResults => ({
+    login: { accountId: username },
+  });
+  formRoute('sign-in', signInPage, async (req) =>
+    signedIn(await accounts.signIn({ username: field(req, 'username'), password: field(req, 'password') })),
   );
-
-  router.post(
-    '/interaction/:uid/cancel',
-    form,
-    interaction(async (req, res, uid) => {
-      try {
-        checkCsrf(req);
-      } catch (err) {
-        return formError(req, res, uid, err, signInPage);
-      }
-      await provider.interactionFinished(
-        req,
-        res,
-        { error: 'access_denied', error_description: 'the user cancelled the sign-in' },
-        { mergeWithLastSubmission: false },
-      );
-    }),
+  formRoute('sign-up', signUpPage, async (req) =>
+    signedIn(
+      await accounts.signUp({
+        username: field(req, 'username'),
+        password: field(req, 'password'),
+        email: field(req, 'email'),
+        name: field(req, 'name'),
+      }),
+    ),
   );
+  formRoute('cancel', signInPage, async () => ({
+    error: 'access_denied',
+    error_description: 'the user cancelled the sign-in',
+  }));
 
   router.use(provider.callback());
   return router;

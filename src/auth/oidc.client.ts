@@ -45,7 +45,7 @@ export interface OpenIdClientOptions {
 export function openIdClient(opts: OpenIdClientOptions): IdentityProviderClient {
   let configuration: Promise<oidc.Configuration> | undefined;
   const discover = () =>
-    oidc.discovery(new URL(opts.issuer), opts.clientId, undefined, oidc.ClientSecretPost(opts.clientSecret), {
+    oidc.discovery(new URL(opts.issuer), opts.clientId, undefined, clientAuth(opts), {
       timeout: opts.timeoutSeconds,
       execute: new URL(opts.issuer).protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
     });
@@ -111,6 +111,12 @@ export function openIdClient(opts: OpenIdClientOptions): IdentityProviderClient 
       }
     },
   };
+}
+
+function clientAuth({ clientAuthMethod, clientSecret }: OpenIdClientOptions): oidc.ClientAuth {
+  return clientAuthMethod === 'client_secret_basic'
+    ? oidc.ClientSecretBasic(clientSecret)
+    : oidc.ClientSecretPost(clientSecret);
 }
 
 const UNREACHABLE_CODES = new Set(['OAUTH_TIMEOUT', 'OAUTH_ABORT']);
