@@ -15,6 +15,8 @@ import {
 } from './dev-issuer';
 import { callbackUrl, LOGIN_VERSIONS } from './login.service';
 
+const PROVIDER_SESSION_TTL_SECONDS = 14 * 24 * 3600;
+
 function claimsOf(account: DevAccount) {
   return {
     sub: account.username,
@@ -116,14 +118,16 @@ export function createDevProvider(deps: {
     issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
     interactions: { url: (_ctx, interaction) => `${mountPath}/interaction/${interaction.uid}` },
+    // The provider's own session and grants are independent of the service's login sessions
+    // (SESSION_TTL_SECONDS), which bound the use of refresh tokens on their side.
     ttl: {
       AccessToken: USER_TOKEN_TTL_SECONDS,
       AuthorizationCode: 60,
       IdToken: 3600,
       Interaction: 3600,
-      Grant: config.sessionTtlSeconds,
-      Session: config.sessionTtlSeconds,
-      RefreshToken: config.sessionTtlSeconds,
+      Grant: PROVIDER_SESSION_TTL_SECONDS,
+      Session: PROVIDER_SESSION_TTL_SECONDS,
+      RefreshToken: PROVIDER_SESSION_TTL_SECONDS,
     },
     renderError(ctx, out) {
       ctx.type = 'html';
