@@ -15,6 +15,18 @@ const esmOnly = [
   '@borewit',
   'nanoid',
   'quick-lru',
+  // oidc-provider 8's HTTP client (got) and its ESM dependencies
+  'got',
+  '@sindresorhus/is',
+  '@szmarczak/http-timer',
+  'cacheable-lookup',
+  'cacheable-request',
+  'form-data-encoder',
+  'lowercase-keys',
+  'mimic-response',
+  'normalize-url',
+  'p-cancelable',
+  'responselike',
 ];
 module.exports = {
   testEnvironment: 'node',

@@ -1,8 +1,15 @@
 import type { RestRoute } from './route';
+import { authRoutes } from './routes/auth.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
 import { tokenRoutes } from './routes/tokens.routes';
 
 /** The whole REST compatibility table, one entry per legacy path. */
-export const restRoutes: RestRoute[] = [...tokenRoutes, ...mediaRoutes, ...modelRoutes, ...telephonyRoutes];
+export const restRoutes: RestRoute[] = [
+  ...tokenRoutes,
+  ...authRoutes,
+  ...mediaRoutes,
+  ...modelRoutes,
+  ...telephonyRoutes,
+];

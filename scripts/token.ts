@@ -1,5 +1,5 @@
 /** `npm run token -- <username>`: prints a user token of the built-in development issuer. */
-import { devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
+import { devAudience, devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
 import { loadConfig } from '../src/config';
 
 async function main() {
@@ -14,16 +14,11 @@ async function main() {
     process.exit(2);
   }
   const key = await loadDevSigningKey(config.dataDir);
-  const token = await signUserToken(
-    key,
-    devIssuerUrl(config.publicUrl),
-    config.oidcAudience ?? config.oidcClientId,
-    {
-      sub: username,
-      preferred_username: username,
-      name: username,
-    },
-  );
+  const token = await signUserToken(key, devIssuerUrl(config.publicUrl), devAudience(config), {
+    sub: username,
+    preferred_username: username,
+    name: username,
+  });
   process.stdout.write(`${token}\n`);
 }
 

@@ -34,6 +34,15 @@ describe('loadConfig', () => {
     expect(c.cdnUrl).toBe('https://cdn.example.com');
   });
 
+  it('keeps OIDC_ISSUER exactly as given: tokens must name it character for character', () => {
+    expect(loadConfig({ OIDC_ISSUER: 'https://tenant.eu.auth0.com/' }).oidcIssuer).toBe(
+      'https://tenant.eu.auth0.com/',
+    );
+    expect(loadConfig({ OIDC_ISSUER: 'https://kc.example.com/realms/media' }).oidcIssuer).toBe(
+      'https://kc.example.com/realms/media',
+    );
+  });
+
   it('turns introspection and the IDE off in production unless enabled', () => {
     expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({
       graphqlIntrospection: false,
@@ -71,6 +80,45 @@ describe('loadConfig', () => {
       'PORT',
       'ROLES',
       'STORAGE',
+    ]);
+  });
+
+  it('configures the login flow: scopes, provider timeout, session lifetime', () => {
+    expect(loadConfig({})).toMatchObject({
+      oidcClientAuthMethod: 'client_secret_post',
+      oidcScopes: 'openid profile email offline_access',
+      oidcTimeoutSeconds: 5,
+      sessionTtlSeconds: 14 * 24 * 3600,
+    });
+    expect(
+      loadConfig({
+        OIDC_CLIENT_AUTH_METHOD: 'client_secret_basic',
+        OIDC_SCOPES: 'openid email',
+        OIDC_TIMEOUT_SECONDS: '2',
+        SESSION_TTL_SECONDS: '60',
+      }),
+    ).toMatchObject({
+      oidcClientAuthMethod: 'client_secret_basic',
+      oidcScopes: 'openid email',
+      oidcTimeoutSeconds: 2,
+      sessionTtlSeconds: 60,
+    });
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({
+        OIDC_CLIENT_AUTH_METHOD: 'private_key_jwt',
+        OIDC_SCOPES: 'profile email',
+        OIDC_TIMEOUT_SECONDS: '0',
+        SESSION_TTL_SECONDS: 'a day',
+      });
+    } catch (e) {
+      error = e as ConfigError;
+    }
+    expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'OIDC_CLIENT_AUTH_METHOD',
+      'OIDC_SCOPES',
+      'OIDC_TIMEOUT_SECONDS',
+      'SESSION_TTL_SECONDS',
     ]);
   });
 

@@ -26,6 +26,14 @@ export interface Config {
   oidcJwksCooldownSeconds: number;
   oidcClientId: string;
   oidcClientSecret: string;
+  /** How the login flow's client authenticates at the token endpoint. */
+  oidcClientAuthMethod: 'client_secret_post' | 'client_secret_basic';
+  /** Scopes the login flow asks the identity provider for. */
+  oidcScopes: string;
+  /** Bound on each call the login flow makes to the identity provider. */
+  oidcTimeoutSeconds: number;
+  /** Lifetime of a login session (the `auth_session` cookie). */
+  sessionTtlSeconds: number;
   apiKeyHeader: string;
   storage: 'local' | 's3';
   s3Bucket: string | undefined;
@@ -116,13 +124,19 @@ class Parser {
     return v as T;
   }
 
-  url(name: string, fallback: string | undefined, protocols = ['http:', 'https:']): string | undefined {
+  /** A URL without trailing slashes, unless `exact` (an OIDC issuer is compared character for character). */
+  url(
+    name: string,
+    fallback: string | undefined,
+    protocols = ['http:', 'https:'],
+    exact = false,
+  ): string | undefined {
     const v = this.raw(name);
     if (v === undefined) return fallback;
     try {
       const u = new URL(v);
       if (!protocols.includes(u.protocol)) throw new Error('protocol');
-      return v.replace(/\/+$/, '');
+      return exact ? v : v.replace(/\/+$/, '');
     } catch {
       this.problems.push(`${name}: expected a URL (${protocols.join(' or ')}), got "${v}"`);
       return fallback;
@@ -198,6 +212,8 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   const executor = p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local');
   // The names are the contract; the cluster adapters are not built yet (docs/jobs.md).
   if (executor !== 'local') p.problems.push(`EXECUTOR: "${executor}" is not available yet; use local`);
+  const oidcScopes = p.str('OIDC_SCOPES', 'openid profile email offline_access');
+  if (!oidcScopes.split(/\s+/).includes('openid')) p.problems.push('OIDC_SCOPES: must include openid');
   const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
   const s3Bucket = p.raw('S3_BUCKET');
   if (storage === 's3' && !s3Bucket) p.problems.push('S3_BUCKET: required when STORAGE=s3');
@@ -228,11 +244,20 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     cdnUrl: p.url('CDN_URL', publicUrl)!,
     dataDir: path.resolve(p.str('DATA_DIR', './.data')),
     databaseUrl: p.url('DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
-    oidcIssuer: p.url('OIDC_ISSUER', undefined),
+    // Auth0's issuer ends with a slash, and tokens must name it exactly.
+    oidcIssuer: p.url('OIDC_ISSUER', undefined, ['http:', 'https:'], true),
     oidcAudience: p.raw('OIDC_AUDIENCE'),
     oidcJwksCooldownSeconds: p.int('OIDC_JWKS_COOLDOWN_SECONDS', 30, 0, 3600),
     oidcClientId: p.str('OIDC_CLIENT_ID', 'media-platform-dev'),
     oidcClientSecret: p.str('OIDC_CLIENT_SECRET', 'media-platform-dev-secret'),
+    oidcClientAuthMethod: p.oneOf(
+      'OIDC_CLIENT_AUTH_METHOD',
+      ['client_secret_post', 'client_secret_basic'] as const,
+      'client_secret_post',
+    ),
+    oidcScopes,
+    oidcTimeoutSeconds: p.int('OIDC_TIMEOUT_SECONDS', 5, 1, 120),
+    sessionTtlSeconds: p.int('SESSION_TTL_SECONDS', 14 * 24 * 3600, 1, 365 * 24 * 3600),
     apiKeyHeader,
     storage,
     s3Bucket,

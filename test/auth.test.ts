@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { SignJWT, generateKeyPair } from 'jose';
 import { startTestApp, type TestApp } from './helpers/app';
+import { TestIssuer } from './helpers/oidc-issuer';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -36,6 +37,36 @@ describe('user tokens', () => {
     const second = await t.gql(ME, {}, bearer(await t.tokenFor('bob', { preferred_username: 'bob2' })));
     expect(second.body.data.me.id).toBe(first.body.data.me.id);
     expect(second.body.data.me.username).toBe('bob2');
+  });
+
+  it('keeps the profile fields whose claims a token does not carry (access tokens often carry none)', async () => {
+    await t.gql(
+      ME,
+      {},
+      bearer(await t.tokenFor('kim', { preferred_username: 'kim.k', email: 'k@x.test', name: 'Kim' })),
+    );
+    const bare = await t.issuer.token('kim', { claims: { preferred_username: undefined, email: undefined } });
+    const kept = await t.gql('{ me { username email name } }', {}, bearer(bare));
+    expect(kept.body.data.me).toEqual({ username: 'kim.k', email: 'k@x.test', name: 'Kim' });
+    const changed = await t.gql(
+      '{ me { username email name } }',
+      {},
+      bearer(await t.issuer.token('kim', { claims: { preferred_username: undefined, email: 'new@x.test' } })),
+    );
+    expect(changed.body.data.me).toEqual({ username: 'kim.k', email: 'new@x.test', name: 'Kim' });
+  });
+
+  it('accepts an issuer whose identifier ends with a slash (Auth0)', async () => {
+    const issuer = await TestIssuer.start({ trailingSlash: true });
+    const app = await startTestApp({}, { issuer });
+    try {
+      expect(app.config.oidcIssuer).toBe(issuer.issuer);
+      const res = await app.gql(ME, {}, bearer(await issuer.token('slash')));
+      expect(res.body.data.me.userId).toBe('slash');
+    } finally {
+      await app.close();
+      await issuer.stop();
+    }
   });
 
   const rejected: [string, () => Promise<string>][] = [

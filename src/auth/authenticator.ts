@@ -1,9 +1,11 @@
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
+import type { User } from '../users/user.entity';
 import type { UserService } from '../users/user.service';
 import type { ApiKeyService } from './api-key.service';
 import type { Principal } from './principal';
+import type { SessionService } from './session.service';
 import type { TokenVerifier } from './token-verifier';
 
 export interface Credentials {
@@ -13,7 +15,7 @@ export interface Credentials {
 
 /** Verified user tokens kept in memory: at most this many, each for at most this long. */
 const TOKEN_CACHE_SIZE = 10_000;
-const TOKEN_CACHE_MS = 10 * 60_000;
+const TOKEN_CACHE_MS = 60_000;
 
 /** Turns the one credential of a request into a principal (null when there is none). */
 export class Authenticator {
@@ -29,6 +31,7 @@ export class Authenticator {
     private readonly verifier: TokenVerifier,
     private readonly users: UserService,
     private readonly apiKeys: ApiKeyService,
+    private readonly sessions: SessionService,
   ) {}
 
   async authenticate({ authorization, apiKey }: Credentials): Promise<Principal | null> {
@@ -46,23 +49,32 @@ export class Authenticator {
     return isUuid(token) ? this.fromApiKey(token) : this.fromUserToken(token);
   }
 
+  /** The user of a login session cookie; only `fetch-metadata` takes this credential. */
+  async authenticateSession(cookie: string | undefined): Promise<Principal> {
+    const { user } = await this.sessions.byCookie(cookie);
+    return this.userPrincipal(user, 'session');
+  }
+
   private async fromUserToken(token: string): Promise<Principal> {
     const cached = this.tokens.get(token);
     if (cached && cached.until > Date.now()) return cached.principal;
     this.tokens.delete(token);
     const claims = await this.verifier.verify(token);
-    const user = await this.users.upsertFromClaims(claims);
-    const principal: Principal = {
-      user,
-      team: null,
-      credential: 'user_token',
-      apiKeyId: null,
-      isAdmin: this.config.adminSubjects.includes(user.subject),
-    };
+    const principal = this.userPrincipal(await this.users.upsertFromClaims(claims), 'user_token');
     if (this.tokens.size >= TOKEN_CACHE_SIZE) this.tokens.delete(this.tokens.keys().next().value!);
     const until = Math.min((claims.exp ?? 0) * 1000, Date.now() + TOKEN_CACHE_MS);
     this.tokens.set(token, { principal, until });
     return principal;
+  }
+
+  private userPrincipal(user: User, credential: 'user_token' | 'session'): Principal {
+    return {
+      user,
+      team: null,
+      credential,
+      apiKeyId: null,
+      isAdmin: this.config.adminSubjects.includes(user.subject),
+    };
   }
 
   private async fromApiKey(value: string): Promise<Principal> {

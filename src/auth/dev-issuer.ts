@@ -44,6 +44,16 @@ export function devIssuerUrl(publicUrl: string): string {
   return `${publicUrl}/oidc`;
 }
 
+/** The API as a resource server (RFC 8707) of the development issuer: its access tokens are JWTs. */
+export function apiResource(publicUrl: string): string {
+  return `${publicUrl}/api`;
+}
+
+/** The `aud` of the development issuer's user tokens, from the login flow and `npm run token` alike. */
+export function devAudience(config: { oidcAudience?: string; oidcClientId: string }): string {
+  return config.oidcAudience ?? config.oidcClientId;
+}
+
 export interface TokenClaims {
   sub: string;
   preferred_username?: string;
@@ -68,15 +78,4 @@ export async function signUserToken(
     .setIssuedAt()
     .setExpirationTime(`${ttlSeconds}s`)
     .sign(privateKey);
-}
-
-/** The discovery document the development issuer serves at /oidc/.well-known/openid-configuration. */
-export function discoveryDocument(issuer: string) {
-  return {
-    issuer,
-    jwks_uri: `${issuer}/jwks`,
-    id_token_signing_alg_values_supported: ['RS256'],
-    subject_types_supported: ['public'],
-    response_types_supported: ['code'],
-  };
 }

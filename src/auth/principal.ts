@@ -16,7 +16,8 @@ export interface Principal {
   user: User;
   /** Set when the credential is a team's organisation token. */
   team: Team | null;
-  credential: 'user_token' | 'api_key';
+  /** `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. */
+  credential: 'user_token' | 'api_key' | 'session';
   apiKeyId: string | null;
   isAdmin: boolean;
 }

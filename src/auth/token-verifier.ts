@@ -92,7 +92,7 @@ export function discoveryVerifier({
 }: VerifierOptions): TokenVerifier {
   let keys: Promise<JWTVerifyGetKey> | undefined;
   const load = async (): Promise<JWTVerifyGetKey> => {
-    const res = await fetch(`${issuer}/.well-known/openid-configuration`, {
+    const res = await fetch(`${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`, {
       signal: AbortSignal.timeout(5000),
     });
     if (!res.ok) throw new Error(`discovery answered ${res.status}`);

@@ -1,5 +1,7 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
+import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
+import { LoginAttempt, LoginSession } from '../auth/session.entity';
 import { Team, TeamMember } from '../teams/team.entity';
 import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
@@ -18,4 +20,8 @@ export const entities = [
   NumberAssignment,
   CallRecord,
   CallLinkWindow,
+  LoginSession,
+  LoginAttempt,
+  DevAccount,
+  OidcProviderState,
 ];

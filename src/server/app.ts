@@ -17,6 +17,7 @@ import { graphqlUploadExpress } from 'graphql-upload-minimal';
 import { mediaFileRoutes } from '../media/media.http';
 import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
+import { loginRoutes } from '../auth/login.routes';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
 import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
@@ -189,6 +190,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   });
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
+  app.use(loginRoutes(config, services));
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
   app.use(uploadRoutes(services.media, { maxUploadBytes: config.maxUploadBytes }));
 

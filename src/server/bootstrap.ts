@@ -1,4 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { DevAccountService } from '../auth/dev-account.service';
+import { createDevProvider } from '../auth/dev-issuer.provider';
 import { devIssuerRoutes } from '../auth/dev-issuer.routes';
 import { devIssuerUrl, loadDevSigningKey } from '../auth/dev-issuer';
 import { discoveryVerifier, localVerifier, type TokenVerifier } from '../auth/token-verifier';
@@ -56,8 +58,16 @@ export async function startRuntime(
       const issuer = devIssuerUrl(config.publicUrl);
       const key = await loadDevSigningKey(config.dataDir);
       verifier = localVerifier({ issuer, audience: config.oidcAudience }, { keys: [key.publicJwk] });
-      publicRoutes.push({ path: '/oidc', router: devIssuerRoutes(issuer, key) });
-      log.warn({ issuer }, 'OIDC_ISSUER is unset: using the built-in development issuer');
+      const accounts = new DevAccountService(orm);
+      const provider = createDevProvider({ config, key, orm, accounts });
+      publicRoutes.push({
+        path: new URL(issuer).pathname,
+        router: devIssuerRoutes(provider, accounts, config.publicUrl.startsWith('https:')),
+      });
+      log.warn(
+        { issuer, signIn: `${config.publicUrl}/api/v1/auth/login` },
+        'OIDC_ISSUER is unset: using the built-in development identity provider (not for production)',
+      );
     }
     const storage = await createStorage(config);
     const services = createServices({ config, orm, verifier, storage, log });

@@ -21,3 +21,18 @@ export function sendError(req: Request, res: Response, error: AppError): void {
     restErrorBody(error, res.locals.requestId as string | undefined),
   );
 }
+
+/** The value of one cookie of the request, or undefined (no cookie-parsing middleware needed). */
+export function readCookie(req: Request, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}

@@ -1,6 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyService } from '../auth/api-key.service';
 import { Authenticator } from '../auth/authenticator';
+import { LoginService } from '../auth/login.service';
+import { openIdClient } from '../auth/oidc.client';
+import { SessionService } from '../auth/session.service';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
@@ -25,7 +28,18 @@ export function createServices({ config, orm, verifier, storage, log }: ServiceD
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
-  const authenticator = new Authenticator(config, verifier, users, apiKeys);
+  const sessions = new SessionService(orm, config.sessionTtlSeconds);
+  const authenticator = new Authenticator(config, verifier, users, apiKeys, sessions);
+  const identityProvider = openIdClient({
+    issuer: verifier.issuer,
+    clientId: config.oidcClientId,
+    clientSecret: config.oidcClientSecret,
+    clientAuthMethod: config.oidcClientAuthMethod,
+    scopes: config.oidcScopes,
+    audience: config.oidcAudience,
+    timeoutSeconds: config.oidcTimeoutSeconds,
+  });
+  const login = new LoginService(config.publicUrl, identityProvider, verifier, users, sessions);
   const media = new MediaService(
     orm,
     storage,
@@ -34,7 +48,7 @@ export function createServices({ config, orm, verifier, storage, log }: ServiceD
   );
   const models = new ModelService(orm);
   const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
-  return { users, teams, apiKeys, authenticator, media, models, telephony };
+  return { users, teams, apiKeys, authenticator, login, media, models, telephony };
 }
 
 export type Services = ReturnType<typeof createServices>;

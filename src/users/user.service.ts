@@ -21,20 +21,39 @@ function profileFromClaims(claims: VerifiedClaims): ProfileFields {
   };
 }
 
+/**
+ * The claims that update each profile field of a known user: a field none of whose claims is
+ * present is kept (an email alone does not rename a user; a new user falls back to it).
+ */
+const SOURCES: Record<keyof ProfileFields, string[]> = {
+  username: ['preferred_username', 'nickname'],
+  email: ['email'],
+  emailVerified: ['email_verified'],
+  name: ['name'],
+  nickname: ['nickname'],
+  picture: ['picture'],
+  phoneNumber: ['phone_number'],
+};
+
 export class UserService {
   constructor(private readonly orm: MikroORM) {}
 
-  /** Creates the user on first sight of its `sub`, and keeps the profile in step with the claims. */
-  async upsertFromClaims(claims: VerifiedClaims): Promise<User> {
+  /**
+   * Creates the user on first sight of its `sub`, and keeps the profile in step with the claims.
+   * Access tokens often carry few profile claims (Auth0's carry none): a field whose claims are
+   * absent keeps its value, unless the claims are `complete` (an ID token's, at login).
+   */
+  async upsertFromClaims(claims: VerifiedClaims, opts: { complete?: boolean } = {}): Promise<User> {
     const em = this.orm.em.fork();
     const profile = profileFromClaims(claims);
     const existing = await em.findOne(User, { subject: claims.sub });
     if (existing) {
-      const changed = (Object.keys(profile) as (keyof ProfileFields)[]).some(
-        (k) => existing[k] !== profile[k],
+      const changed = (Object.keys(profile) as (keyof ProfileFields)[]).filter(
+        (k) =>
+          existing[k] !== profile[k] && (opts.complete || SOURCES[k].some((c) => claims[c] !== undefined)),
       );
-      if (changed) {
-        em.assign(existing, profile);
+      if (changed.length) {
+        em.assign(existing, Object.fromEntries(changed.map((k) => [k, profile[k]])));
         await em.flush();
       }
       return existing;

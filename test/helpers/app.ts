@@ -44,7 +44,7 @@ export async function startTestApp(
     ...env,
   });
   const runtime = await startRuntime(config, createLogger(config.logLevel), { onQuery: opts.onQuery });
-  const port = await runtime.app.listen(0, '127.0.0.1');
+  const port = await runtime.app.listen(config.port, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const http = () => request.agent(url);
   return {

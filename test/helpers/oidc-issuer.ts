@@ -9,16 +9,18 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'j
 export class TestIssuer {
   private server!: http.Server;
   issuer!: string;
+  private base!: string;
   jwksFetches = 0;
   private keys: { kid: string; privateKey: CryptoKey; publicJwk: JWK }[] = [];
 
-  static async start(): Promise<TestIssuer> {
+  /** `trailingSlash`: an issuer identifier ending with "/", as Auth0's does. */
+  static async start(opts: { trailingSlash?: boolean } = {}): Promise<TestIssuer> {
     const t = new TestIssuer();
     await t.rotateKey();
     t.server = http.createServer((req, res) => {
       if (req.url === '/.well-known/openid-configuration') {
         res.setHeader('content-type', 'application/json');
-        return res.end(JSON.stringify({ issuer: t.issuer, jwks_uri: `${t.issuer}/jwks` }));
+        return res.end(JSON.stringify({ issuer: t.issuer, jwks_uri: `${t.base}/jwks` }));
       }
       if (req.url === '/jwks') {
         t.jwksFetches++;
@@ -29,7 +31,8 @@ export class TestIssuer {
       res.end();
     });
     await new Promise<void>((r) => t.server.listen(0, '127.0.0.1', r));
-    t.issuer = `http://127.0.0.1:${(t.server.address() as AddressInfo).port}`;
+    t.base = `http://127.0.0.1:${(t.server.address() as AddressInfo).port}`;
+    t.issuer = opts.trailingSlash ? `${t.base}/` : t.base;
     return t;
   }
 
