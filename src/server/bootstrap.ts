@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { devIssuerRoutes } from '../auth/dev-issuer.routes';
 import { devIssuerUrl, loadDevSigningKey } from '../auth/dev-issuer';
 import { discoveryVerifier, localVerifier, type TokenVerifier } from '../auth/token-verifier';
+import { createBridge, type Bridge } from '../chat-bridge/chat-bridge.app';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
@@ -14,7 +15,9 @@ export interface Runtime {
   orm: MikroORM;
   services: Services;
   app: App;
-  /** Stops in reverse order of start: HTTP, database pool, embedded PostgreSQL. */
+  /** The chat bridge's listener and processes, when the `bridge` role runs. */
+  bridge: Bridge | null;
+  /** Stops in reverse order of start: HTTP, bridge processes, database pool, embedded PostgreSQL. */
   stop(): Promise<void>;
 }
 
@@ -48,14 +51,16 @@ export async function startRuntime(config: Config, log: Logger): Promise<Runtime
     }
     const services = createServices(config, orm, verifier);
     const app = await createApp({ config, log, orm, services, publicRoutes });
+    const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
     return {
       config,
       orm,
       services,
       app,
+      bridge,
       stop: async () => {
-        await app.close();
+        await Promise.all([app.close(), bridge?.close()]);
         await openOrmRef.close(true);
         await embedded?.stop();
       },

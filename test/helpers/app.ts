@@ -12,6 +12,8 @@ import { TestIssuer } from './oidc-issuer';
 export interface TestApp {
   url: string;
   port: number;
+  /** The chat bridge's listener, when the `bridge` role runs (it does by default). */
+  bridgeUrl: string | undefined;
   runtime: Runtime;
   config: Config;
   issuer: TestIssuer;
@@ -46,10 +48,12 @@ export async function startTestApp(
   const runtime = await startRuntime(config, createLogger(config.logLevel));
   const port = await runtime.app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
+  const bridgePort = await runtime.bridge?.listen(0, '127.0.0.1');
   const http = () => request.agent(url);
   return {
     url,
     port,
+    bridgeUrl: bridgePort === undefined ? undefined : `http://127.0.0.1:${bridgePort}`,
     runtime,
     config,
     issuer,
