@@ -520,6 +520,7 @@ describe('matterbridge bridges', () => {
       team: null,
       nick: null,
       matrix_room_id: expect.stringMatching(/^!.+:chat\.test$/),
+      matrix_room_alias: '#leo_general-chat:chat.test',
       status: 'running',
       created_at: expect.any(String),
     });
@@ -528,6 +529,7 @@ describe('matterbridge bridges', () => {
       name: 'general-chat',
       preset: 'private_chat',
     });
+    expect(hs.aliases.get('#leo_general-chat:chat.test')?.roomId).toBe(item.matrix_room_id);
 
     const dir = path.join(t.config.dataDir, 'chat-bridge', 'matterbridge', item.id as string);
     const file = path.join(dir, 'matterbridge.toml');
@@ -550,7 +552,7 @@ describe('matterbridge bridges', () => {
           enable: true,
           inout: [
             { account: 'discord.general-chat', channel: 'general' },
-            { account: 'matrix.general-chat', channel: item.matrix_room_id },
+            { account: 'matrix.general-chat', channel: '#leo_general-chat:chat.test' },
           ],
         },
       ],
@@ -579,6 +581,21 @@ describe('matterbridge bridges', () => {
     expect(isAlive(run.pid)).toBe(false);
     expect(existsSync(dir)).toBe(false);
     expect(await list(leo)).toEqual([]);
+    // The alias is freed, so the name can be used again (with a new room).
+    expect(hs.aliases.has('#leo_general-chat:chat.test')).toBe(false);
+    expect((await create(leo, discord)).status).toBe(201);
+    const [recreated] = await list(leo);
+    expect(recreated.matrix_room_id).not.toBe(item.matrix_room_id);
+  });
+
+  it('answers 409 when the room alias is taken on the homeserver by someone else', async () => {
+    hs.aliases.set('#leo_squatted:chat.test', { roomId: '!other:chat.test', creator: '@eve:chat.test' });
+    const res = await create(leo, { ...discord, name: 'squatted' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toBe(
+      'the Matrix room alias #leo_squatted:chat.test is taken on the homeserver',
+    );
+    expect((await list(leo)).map((b) => b.name)).not.toContain('squatted');
   });
 
   it('writes the account each platform needs (xmpp: the room on its MUC service)', async () => {

@@ -14,7 +14,7 @@ import {
 } from '../server/http.helpers';
 import { chatBridgeRoutes } from './chat-bridge.routes';
 import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
-import { ChatBridgeService, type ChatBridgeDeps } from './chat-bridge.service';
+import { ChatBridgeService } from './chat-bridge.service';
 import { SupervisorGroup } from './chat-bridge.supervisor';
 import { LoginThrottle } from './chat-bridge.throttle';
 import { createHomeserver } from './homeserver';
@@ -31,15 +31,13 @@ export interface BridgeDeps {
   config: Config;
   log: Logger;
   orm: MikroORM;
-  /** Overrides for the supervisors' timings (tests). */
-  supervision?: ChatBridgeDeps['supervision'];
 }
 
 /**
  * The `bridge` role: its own HTTP listener (`BRIDGE_PORT`) with its own credential, in front of
  * the Matrix homeserver and the Dendrite and matterbridge processes it supervises.
  */
-export async function createBridge({ config, log, orm, supervision }: BridgeDeps): Promise<Bridge> {
+export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Bridge> {
   const bridgeLog = log.child({ role: 'bridge' });
   const service = new ChatBridgeService({
     orm,
@@ -57,7 +55,6 @@ export async function createBridge({ config, log, orm, supervision }: BridgeDeps
     reservedPorts: [config.port, config.bridgePort],
     dendriteBin: config.dendriteBin,
     matterbridgeBin: config.matterbridgeBin,
-    supervision,
   });
   if (!config.matrixHomeserverUrl)
     bridgeLog.warn('MATRIX_HOMESERVER_URL is unset: the chat bridge cannot create or log in users');

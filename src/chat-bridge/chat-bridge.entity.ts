@@ -117,6 +117,10 @@ export class Matterbridge {
   @Property({ type: 'text' })
   matrixRoomId!: string;
 
+  /** `#<network name>:<server name>`: matterbridge joins rooms by alias. */
+  @Property({ type: 'text' })
+  matrixRoomAlias!: string;
+
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();
 }

@@ -37,6 +37,7 @@ const matterbridgeItem = ({ row, status }: Supervised<Matterbridge>) => ({
   team: row.settings.team ?? null,
   nick: row.settings.nick ?? null,
   matrix_room_id: row.matrixRoomId,
+  matrix_room_alias: row.matrixRoomAlias,
   status,
   created_at: row.createdAt.toISOString(),
 });

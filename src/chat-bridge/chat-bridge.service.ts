@@ -16,7 +16,7 @@ import {
   verifyPassword,
 } from './chat-bridge.credentials';
 import type { SecretBox } from './chat-bridge.secrets';
-import type { SupervisedState, SupervisorGroup, SupervisorOptions } from './chat-bridge.supervisor';
+import type { SupervisedState, SupervisorGroup } from './chat-bridge.supervisor';
 import type { LoginThrottle } from './chat-bridge.throttle';
 import { dendriteArgv, dendriteFiles, generateSigningKey, writeDendriteInstance } from './dendrite.config';
 import type { Homeserver } from './homeserver';
@@ -55,8 +55,6 @@ export interface ChatBridgeDeps {
   reservedPorts: readonly number[];
   dendriteBin?: string;
   matterbridgeBin?: string;
-  /** Overrides for the supervisors' timings. */
-  supervision?: Partial<SupervisorOptions>;
 }
 
 const API_KEY_LAST_USED_RESOLUTION_MS = 60_000;
@@ -225,14 +223,15 @@ export class ChatBridgeService {
     return mapPage(page, (row) => ({ row, status: this.status(dendriteKey(row.id), this.deps.dendriteBin) }));
   }
 
-  /** Stops its process, forgets it and removes its files. */
   async deleteDendrite(principal: BridgePrincipal, id: string): Promise<void> {
-    const em = this.deps.orm.em.fork();
-    const instance = isUuid(id) ? await em.findOne(DendriteInstance, { id, user: principal.userId }) : null;
-    if (!instance) throw AppError.notFound('homeserver instance');
-    await this.deps.supervisors.stop(dendriteKey(id));
-    await em.nativeDelete(DendriteInstance, { id });
-    await this.removeFiles(dendriteFiles(this.deps.dataDir, id).dir);
+    await this.deleteSupervised(
+      DendriteInstance,
+      principal,
+      id,
+      'homeserver instance',
+      dendriteKey(id),
+      dendriteFiles(this.deps.dataDir, id).dir,
+    );
   }
 
   /**
@@ -253,6 +252,10 @@ export class ChatBridgeService {
       throw AppError.validation({ conf: 'must be an object with platform, token and channel' });
     const conf = validateBridgeConf(input.conf as Record<string, unknown>);
     const homeserver = this.requireHomeserver();
+    // Unique across the service: bridge names have no `_`, so the last `_` splits it unambiguously.
+    const networkName = `${principal.username}_${name}`;
+    if (`#${networkName}:${homeserver.serverName}`.length > 255)
+      throw AppError.validation({ name: 'is too long: the Matrix room alias would exceed 255 characters' });
     const { secrets } = this.deps;
     let bridge: Matterbridge | undefined;
     try {
@@ -261,27 +264,25 @@ export class ChatBridgeService {
         bridge = em.create(Matterbridge, {
           user,
           name,
-          networkName: `${user.username}_${name}`,
+          networkName,
           platform: conf.platform,
           channel: conf.channel,
           settings: conf.settings,
           tokenSealed: '',
           matrixRoomId: '',
+          matrixRoomAlias: '',
         });
         bridge.tokenSealed = secrets.seal(conf.token, platformTokenContext(bridge.id));
         await em.flush();
         const accessToken = secrets.open(user.accessTokenSealed, accessTokenContext(user.id));
-        bridge.matrixRoomId = await homeserver.createRoom(accessToken, name);
+        const room = await homeserver.createRoom(accessToken, { name, aliasLocalpart: networkName });
+        bridge.matrixRoomId = room.roomId;
+        bridge.matrixRoomAlias = room.alias;
         await writeMatterbridge(matterbridgeFiles(this.deps.dataDir, bridge.id), {
-          networkName: bridge.networkName,
+          networkName,
           account: name,
           conf,
-          matrix: {
-            url: homeserver.url,
-            userId: user.matrixUserId,
-            accessToken,
-            roomId: bridge.matrixRoomId,
-          },
+          matrix: { url: homeserver.url, userId: user.matrixUserId, accessToken, room: room.alias },
         });
       });
     } catch (err) {
@@ -303,13 +304,17 @@ export class ChatBridgeService {
     }));
   }
 
+  /** Also frees the room alias, so the name can be used again; the room itself stays. */
   async deleteMatterbridge(principal: BridgePrincipal, id: string): Promise<void> {
-    const em = this.deps.orm.em.fork();
-    const bridge = isUuid(id) ? await em.findOne(Matterbridge, { id, user: principal.userId }) : null;
-    if (!bridge) throw AppError.notFound('bridge');
-    await this.deps.supervisors.stop(matterbridgeKey(id));
-    await em.nativeDelete(Matterbridge, { id });
-    await this.removeFiles(matterbridgeFiles(this.deps.dataDir, id).dir);
+    await this.deleteSupervised(
+      Matterbridge,
+      principal,
+      id,
+      'bridge',
+      matterbridgeKey(id),
+      matterbridgeFiles(this.deps.dataDir, id).dir,
+      (row) => this.releaseAlias(principal, row),
+    );
   }
 
   /** At start: runs every recorded instance and bridge whose binary is configured. */
@@ -345,7 +350,6 @@ export class ChatBridgeService {
 
   private supervise(key: string, argv: string[], files: { dir: string; log: string }): void {
     this.deps.supervisors.start(key, {
-      ...this.deps.supervision,
       argv,
       cwd: files.dir,
       logFile: files.log,
@@ -364,12 +368,38 @@ export class ChatBridgeService {
     return this.deps.homeserver;
   }
 
+  /** Best effort: a homeserver that is down must not keep a bridge from being deleted. */
+  private async releaseAlias(principal: BridgePrincipal, bridge: Matterbridge): Promise<void> {
+    try {
+      const user = await this.deps.orm.em.fork().findOneOrFail(BridgeUser, principal.userId);
+      const accessToken = this.deps.secrets.open(user.accessTokenSealed, accessTokenContext(user.id));
+      await this.requireHomeserver().deleteAlias(accessToken, bridge.matrixRoomAlias);
+    } catch (err) {
+      this.deps.log.warn({ err, alias: bridge.matrixRoomAlias }, 'could not remove the Matrix room alias');
+    }
+  }
+
   private dummyPasswordHash(): Promise<string> {
     return (this.dummyHash ??= hashPassword('not the password of anyone'));
   }
 
-  /** The row is gone already; leftover files are only logged. */
-  private async removeFiles(dir: string): Promise<void> {
+  /** Stops its process, forgets it and removes its files; another user's row is 404. */
+  private async deleteSupervised<T extends DendriteInstance | Matterbridge>(
+    entity: new () => T,
+    principal: BridgePrincipal,
+    id: string,
+    what: string,
+    key: string,
+    dir: string,
+    beforeForget?: (row: T) => Promise<void>,
+  ): Promise<void> {
+    const em = this.deps.orm.em.fork();
+    const row = isUuid(id) ? await em.findOne(entity, { id, user: principal.userId }) : null;
+    if (!row) throw AppError.notFound(what);
+    await this.deps.supervisors.stop(key);
+    await beforeForget?.(row);
+    await em.nativeDelete(entity, { id });
+    // The row is gone already; leftover files are only logged.
     await rm(dir, { recursive: true, force: true }).catch((err) =>
       this.deps.log.error({ err, dir }, 'could not remove the files of a deleted chat bridge process'),
     );

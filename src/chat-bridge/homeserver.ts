@@ -6,6 +6,11 @@ export interface MatrixAccount {
   accessToken: string;
 }
 
+export interface MatrixRoom {
+  roomId: string;
+  alias: string;
+}
+
 /** What the bridge needs from a Matrix homeserver. */
 export interface Homeserver {
   /** The client-server API base URL (also written into matterbridge configurations). */
@@ -16,8 +21,10 @@ export interface Homeserver {
   register(username: string, password: string): Promise<MatrixAccount>;
   /** Whether the homeserver accepts this password for the user. */
   checkPassword(username: string, password: string): Promise<boolean>;
-  /** Creates a private room owned by the token's user; answers its room id. */
-  createRoom(accessToken: string, name: string): Promise<string>;
+  /** Creates a private room of the token's user under the alias `#<aliasLocalpart>:<server name>`. */
+  createRoom(accessToken: string, room: { name: string; aliasLocalpart: string }): Promise<MatrixRoom>;
+  /** Removes an alias the token's user created (the room itself stays). */
+  deleteAlias(accessToken: string, alias: string): Promise<void>;
 }
 
 /** The configured homeserver, or null when MATRIX_HOMESERVER_URL is unset. */

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { AppError } from '../common/errors';
-import type { Homeserver, MatrixAccount } from './homeserver';
+import type { Homeserver, MatrixAccount, MatrixRoom } from './homeserver';
 
 export interface MatrixHomeserverOptions {
   url: string;
@@ -35,7 +35,7 @@ export class MatrixHomeserver implements Homeserver {
     const nonceAnswer = await this.call('GET', path);
     const nonce = nonceAnswer.body.nonce;
     if (nonceAnswer.status !== 200 || typeof nonce !== 'string')
-      throw this.unexpected('registration nonce', nonceAnswer);
+      throw this.refusal('registration nonce', nonceAnswer);
     // HMAC-SHA1 over nonce, username, password and the admin flag, NUL-separated (Synapse's scheme).
     const mac = createHmac('sha1', this.options.registrationSharedSecret)
       .update([nonce, username, password, 'notadmin'].join('\0'))
@@ -53,7 +53,7 @@ export class MatrixHomeserver implements Homeserver {
       case 'M_PASSWORD_TOO_SHORT':
         throw AppError.validation({ password: `refused by the homeserver: ${String(answer.body.error)}` });
     }
-    throw this.unexpected('registration', answer);
+    throw this.refusal('registration', answer);
   }
 
   async checkPassword(username: string, password: string): Promise<boolean> {
@@ -75,21 +75,38 @@ export class MatrixHomeserver implements Homeserver {
         Number.isFinite(ms) && ms > 0 ? Math.ceil(ms / 1000) : 5,
       );
     }
-    throw this.unexpected('login', answer);
+    throw this.refusal('login', answer);
   }
 
-  async createRoom(accessToken: string, name: string): Promise<string> {
+  async createRoom(accessToken: string, room: { name: string; aliasLocalpart: string }): Promise<MatrixRoom> {
+    const alias = `#${room.aliasLocalpart}:${this.serverName}`;
     const answer = await this.call(
       'POST',
       '/_matrix/client/v3/createRoom',
-      { name, preset: 'private_chat', visibility: 'private' },
+      {
+        name: room.name,
+        room_alias_name: room.aliasLocalpart,
+        preset: 'private_chat',
+        visibility: 'private',
+      },
       accessToken,
     );
     const roomId = answer.body.room_id;
-    if (answer.status === 200 && typeof roomId === 'string') return roomId;
-    if (answer.body.errcode === 'M_UNKNOWN_TOKEN')
-      throw new AppError('BAD_GATEWAY', "the homeserver no longer accepts this user's access token");
-    throw this.unexpected('room creation', answer);
+    if (answer.status === 200 && typeof roomId === 'string') return { roomId, alias };
+    if (answer.body.errcode === 'M_ROOM_IN_USE')
+      throw new AppError('CONFLICT', `the Matrix room alias ${alias} is taken on the homeserver`);
+    throw this.refusal('room creation', answer);
+  }
+
+  async deleteAlias(accessToken: string, alias: string): Promise<void> {
+    const answer = await this.call(
+      'DELETE',
+      `/_matrix/client/v3/directory/room/${encodeURIComponent(alias)}`,
+      undefined,
+      accessToken,
+    );
+    if (answer.status !== 200 && answer.body.errcode !== 'M_NOT_FOUND')
+      throw this.refusal('alias removal', answer);
   }
 
   private async call(
@@ -117,7 +134,8 @@ export class MatrixHomeserver implements Homeserver {
     return { status: res.status, body: answer };
   }
 
-  private unexpected(what: string, answer: MatrixAnswer): AppError {
+  /** The homeserver's refusal as BAD_GATEWAY, with its error code and message. */
+  private refusal(what: string, answer: MatrixAnswer): AppError {
     const detail = [answer.body.errcode, answer.body.error].filter(Boolean).join(': ');
     return new AppError(
       'BAD_GATEWAY',

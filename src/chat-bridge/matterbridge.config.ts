@@ -165,7 +165,8 @@ export interface MatterbridgeInput {
   /** The account name of both sides, `[<protocol>.<account>]`. */
   account: string;
   conf: BridgeConf;
-  matrix: { url: string; userId: string; accessToken: string; roomId: string };
+  /** `room`: the room's alias (matterbridge resolves channels as aliases). */
+  matrix: { url: string; userId: string; accessToken: string; room: string };
 }
 
 /** One gateway joining the platform channel and the user's Matrix room, both ways. */
@@ -191,7 +192,7 @@ export function matterbridgeConfig({ networkName, account, conf, matrix }: Matte
             account: `${conf.platform}.${account}`,
             channel: platform.gatewayChannel?.(conf.channel) ?? conf.channel,
           },
-          { account: `matrix.${account}`, channel: matrix.roomId },
+          { account: `matrix.${account}`, channel: matrix.room },
         ],
       },
     ],

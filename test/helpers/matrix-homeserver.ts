@@ -10,11 +10,13 @@ interface Account {
 /**
  * A small Matrix homeserver for tests, speaking the parts of the real protocol the bridge uses:
  * Synapse's shared-secret registration (single-use nonces, HMAC-SHA1 checked like Synapse does),
- * `m.login.password` login and room creation.
+ * `m.login.password` login, room creation with an alias and alias removal.
  */
 export class TestHomeserver {
   readonly accounts = new Map<string, Account>();
   readonly rooms = new Map<string, { creator: string; name: string; preset: string }>();
+  /** Room aliases (`#local:server`) to room ids, with who created each alias. */
+  readonly aliases = new Map<string, { roomId: string; creator: string }>();
   readonly nonces = new Map<string, number>();
   /** Every registration attempt that reached the POST handler, with its answer status. */
   readonly registrations: { username: string; status: number }[] = [];
@@ -27,11 +29,11 @@ export class TestHomeserver {
   ) {}
 
   static async start(sharedSecret: string, serverName: string): Promise<TestHomeserver> {
-    let self: TestHomeserver | undefined;
-    const server = http.createServer((req, res) => void self!.handle(req, res));
+    const server = http.createServer();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as AddressInfo;
-    self = new TestHomeserver(server, `http://127.0.0.1:${port}`, serverName, sharedSecret);
+    const self = new TestHomeserver(server, `http://127.0.0.1:${port}`, serverName, sharedSecret);
+    server.on('request', (req, res) => void self.handle(req, res));
     return self;
   }
 
@@ -92,17 +94,32 @@ export class TestHomeserver {
     }
     if (route === 'POST /_synapse/admin/v1/register') return this.register(body, send, error);
     if (route === 'POST /_matrix/client/v3/login') return this.login(body, send, error);
+    const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const owner = [...this.accounts].find(([, a]) => token && a.tokens.has(token))?.[0];
     if (route === 'POST /_matrix/client/v3/createRoom') {
-      const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
-      const owner = [...this.accounts].find(([, a]) => token && a.tokens.has(token))?.[0];
       if (!owner) return error(401, 'M_UNKNOWN_TOKEN', 'Unrecognised access token.');
+      const alias =
+        typeof body.room_alias_name === 'string' ? `#${body.room_alias_name}:${this.serverName}` : undefined;
+      if (alias && this.aliases.has(alias)) return error(400, 'M_ROOM_IN_USE', 'Room alias already taken');
       const roomId = `!${randomBytes(9).toString('base64url')}:${this.serverName}`;
       this.rooms.set(roomId, {
         creator: this.userId(owner),
         name: String(body.name),
         preset: String(body.preset),
       });
+      if (alias) this.aliases.set(alias, { roomId, creator: this.userId(owner) });
       return send(200, { room_id: roomId });
+    }
+    const directory = /^DELETE \/_matrix\/client\/v3\/directory\/room\/([^/?]+)$/.exec(route);
+    if (directory) {
+      if (!owner) return error(401, 'M_UNKNOWN_TOKEN', 'Unrecognised access token.');
+      const alias = decodeURIComponent(directory[1]);
+      const entry = this.aliases.get(alias);
+      if (!entry) return error(404, 'M_NOT_FOUND', 'Room alias not found');
+      if (entry.creator !== this.userId(owner))
+        return error(403, 'M_FORBIDDEN', 'You may not delete this alias');
+      this.aliases.delete(alias);
+      return send(200, {});
     }
     error(404, 'M_UNRECOGNIZED', 'Unrecognized request');
   }

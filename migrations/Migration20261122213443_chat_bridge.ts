@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261122212206_chat_bridge extends Migration {
+export class Migration20261122213443_chat_bridge extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table "chat_bridge_users" ("id" uuid not null, "username" text not null, "password_hash" text not null, "matrix_user_id" text not null, "access_token_sealed" text not null, "created_at" timestamptz not null, constraint "chat_bridge_users_pkey" primary key ("id"));`);
@@ -19,7 +19,7 @@ export class Migration20261122212206_chat_bridge extends Migration {
     this.addSql(`create index "chat_bridge_login_failures_created_at_index" on "chat_bridge_login_failures" ("created_at");`);
     this.addSql(`create index "chat_bridge_login_failures_scope_key_created_at_index" on "chat_bridge_login_failures" ("scope", "key", "created_at");`);
 
-    this.addSql(`create table "chat_bridge_matterbridges" ("id" uuid not null, "user_id" uuid not null, "name" text not null, "network_name" text not null, "platform" text not null, "channel" text not null, "settings" jsonb not null, "token_sealed" text not null, "matrix_room_id" text not null, "created_at" timestamptz not null, constraint "chat_bridge_matterbridges_pkey" primary key ("id"));`);
+    this.addSql(`create table "chat_bridge_matterbridges" ("id" uuid not null, "user_id" uuid not null, "name" text not null, "network_name" text not null, "platform" text not null, "channel" text not null, "settings" jsonb not null, "token_sealed" text not null, "matrix_room_id" text not null, "matrix_room_alias" text not null, "created_at" timestamptz not null, constraint "chat_bridge_matterbridges_pkey" primary key ("id"));`);
     this.addSql(`create index "chat_bridge_matterbridges_user_id_created_at_index" on "chat_bridge_matterbridges" ("user_id", "created_at");`);
     this.addSql(`alter table "chat_bridge_matterbridges" add constraint "chat_bridge_matterbridges_user_id_name_unique" unique ("user_id", "name");`);
 
