@@ -43,6 +43,8 @@ export async function startTestApp(
     OIDC_ISSUER: issuer.issuer,
     OIDC_AUDIENCE: 'media-platform-test',
     SHUTDOWN_TIMEOUT_MS: '5000',
+    // Fixed, so that apps started on the same DATA_DIR and database read each other's secrets.
+    BRIDGE_SECRET_KEY: '0'.repeat(64),
     ...env,
   });
   const runtime = await startRuntime(config, createLogger(config.logLevel));
