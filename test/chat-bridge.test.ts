@@ -39,6 +39,18 @@ function login(username: string, password: string, ip = freshIp()) {
   return bridge().post('/api/v1/matrix/user/login').set('x-forwarded-for', ip).send({ username, password });
 }
 
+/** Create and list, as the user of `key`, at one of the bridge's collections. */
+function endpoints<T>(path: string) {
+  return {
+    create: (key: string, body: object) => bridge().post(path).set('x-api-key', key).send(body),
+    list: async (key: string): Promise<T[]> => {
+      const res = await bridge().get(path).set('x-api-key', key);
+      expect(res.status).toBe(200);
+      return res.body as T[];
+    },
+  };
+}
+
 async function sql<T>(query: string, params: unknown[] = []): Promise<T[]> {
   return t.runtime.orm.em.fork().getConnection().execute<T[]>(query, params);
 }
@@ -343,20 +355,14 @@ describe('Dendrite instances', () => {
     judy = await createUser('judy');
     ken = await createUser('ken');
   });
-  const create = (key: string, body: object) =>
-    bridge().post('/api/v1/matrix/dendrite').set('x-api-key', key).send(body);
-  const list = async (key: string) => {
-    const res = await bridge().get('/api/v1/matrix/dendrite').set('x-api-key', key);
-    expect(res.status).toBe(200);
-    return res.body as {
-      id: string;
-      hostname: string;
-      port: number;
-      key_id: string;
-      public_key: string;
-      status: string;
-    }[];
-  };
+  const { create, list } = endpoints<{
+    id: string;
+    hostname: string;
+    port: number;
+    key_id: string;
+    public_key: string;
+    status: string;
+  }>('/api/v1/matrix/dendrite');
 
   it('writes the configuration and a fresh signing key, runs Dendrite, restarts it, and deletes it', async () => {
     const res = await create(judy, { hostname: 'judy.chat.test', port: '18448' });
@@ -483,6 +489,16 @@ describe('Dendrite instances', () => {
     );
     expect((await list(judy)).find((i) => i.id === mine.id)?.status).toBe('running');
   });
+
+  it('pages lists with limit, cursor and a Link header', async () => {
+    const all = await list(judy);
+    expect(all.length).toBeGreaterThanOrEqual(2);
+    const first = await bridge().get('/api/v1/matrix/dendrite?limit=1').set('x-api-key', judy);
+    expect(first.body.map((i: { id: string }) => i.id)).toEqual([all[0].id]);
+    const next = /^<([^>]+)>; rel="next"$/.exec(first.headers.link)![1];
+    const second = await bridge().get(next).set('x-api-key', judy);
+    expect(second.body.map((i: { id: string }) => i.id)).toEqual([all[1].id]);
+  });
 });
 
 describe('matterbridge bridges', () => {
@@ -492,13 +508,7 @@ describe('matterbridge bridges', () => {
     leo = await createUser('leo');
     mia = await createUser('mia');
   });
-  const create = (key: string, body: object) =>
-    bridge().post('/api/v1/matrix/matterbridge').set('x-api-key', key).send(body);
-  const list = async (key: string) => {
-    const res = await bridge().get('/api/v1/matrix/matterbridge').set('x-api-key', key);
-    expect(res.status).toBe(200);
-    return res.body as Record<string, unknown>[];
-  };
+  const { create, list } = endpoints<Record<string, unknown>>('/api/v1/matrix/matterbridge');
   const discord = {
     name: 'general-chat',
     conf: { platform: 'discord', token: 'discord-bot-token-secret', channel: 'general', server: 'My Guild' },
