@@ -70,6 +70,7 @@ export function errorResponses(maxBodyBytes: number, log: Logger): ErrorRequestH
       error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${maxBodyBytes} bytes`);
     else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
       error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    else if (e?.status === 413) error = new AppError('PAYLOAD_TOO_LARGE', (err as Error).message);
     else if (e?.status && e.status >= 400 && e.status < 500)
       error = new AppError('BAD_REQUEST', 'malformed request');
     else {
