@@ -4,6 +4,7 @@ import { Migration20261122211424_models } from './Migration20261122211424_models
 import { Migration20261122211702_media } from './Migration20261122211702_media';
 import { Migration20261122211822_telephony } from './Migration20261122211822_telephony';
 import { Migration20261122212250_login } from './Migration20261122212250_login';
+import { Migration20261122213443_chat_bridge } from './Migration20261122213443_chat_bridge';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -11,4 +12,5 @@ export const migrationsList = [
   { name: 'Migration20261122211702_media', class: Migration20261122211702_media },
   { name: 'Migration20261122211822_telephony', class: Migration20261122211822_telephony },
   { name: 'Migration20261122212250_login', class: Migration20261122212250_login },
+  { name: 'Migration20261122213443_chat_bridge', class: Migration20261122213443_chat_bridge },
 ];

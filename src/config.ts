@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
@@ -67,6 +67,18 @@ export interface Config {
   freeswitchEslPassword: string;
   freeswitchGateway: string | undefined;
   freeswitchEslMaxBackoffMs: number;
+  /** The chat bridge's Matrix homeserver (Synapse or Dendrite); unset: user creation answers 503. */
+  matrixHomeserverUrl: string | undefined;
+  matrixRegistrationSharedSecret: string | undefined;
+  /** The homeserver's server name (the part after `:` in user ids); answered as `Hostname`. */
+  matrixServerName: string | undefined;
+  dendriteBin: string | undefined;
+  matterbridgeBin: string | undefined;
+  /** AES-256-GCM key for secrets the bridge stores; unset outside production: generated under DATA_DIR. */
+  bridgeSecretKey: Buffer | undefined;
+  bridgeLoginMaxFailures: number;
+  bridgeLoginMaxFailuresPerIp: number;
+  bridgeLoginWindowSeconds: number;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -189,6 +201,37 @@ class Parser {
     return ranges;
   }
 
+  /** A path to an executable file, resolved to an absolute path. */
+  executable(name: string): string | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    const file = path.resolve(v);
+    try {
+      if (!statSync(file).isFile()) throw new Error('not a file');
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      this.problems.push(`${name}: "${v}" is not an executable file`);
+      return undefined;
+    }
+  }
+
+  /** 32 bytes given as 64 hex digits or base64 (standard or URL alphabet). */
+  key32(name: string): Buffer | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    const key = /^[0-9a-fA-F]{64}$/.test(v)
+      ? Buffer.from(v, 'hex')
+      : /^[A-Za-z0-9+/_-]{43}=?$/.test(v)
+        ? Buffer.from(v, 'base64')
+        : undefined;
+    if (key?.length !== 32) {
+      this.problems.push(`${name}: expected 32 bytes as 64 hex digits or base64`);
+      return undefined;
+    }
+    return key;
+  }
+
   list(name: string): string[] {
     return (this.raw(name) ?? '')
       .split(',')
@@ -230,6 +273,19 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   );
   if (freeswitchEslHost && !freeswitchGateway && !p.raw('FREESWITCH_GATEWAY'))
     p.problems.push('FREESWITCH_GATEWAY: required when FREESWITCH_ESL_HOST is set');
+  const effectiveRoles = (roles.length ? roles : ['api', 'worker', 'bridge']) as Role[];
+  const matrixHomeserverUrl = p.url('MATRIX_HOMESERVER_URL', undefined);
+  const matrixRegistrationSharedSecret = p.raw('MATRIX_REGISTRATION_SHARED_SECRET');
+  if (matrixHomeserverUrl && !matrixRegistrationSharedSecret)
+    p.problems.push('MATRIX_REGISTRATION_SHARED_SECRET: required with MATRIX_HOMESERVER_URL');
+  const matrixServerName = p.raw('MATRIX_SERVER_NAME')?.toLowerCase();
+  if (matrixServerName && !/^[a-z0-9.-]+(:\d{1,5})?$/.test(matrixServerName))
+    p.problems.push(
+      `MATRIX_SERVER_NAME: expected a host name with an optional port, got "${matrixServerName}"`,
+    );
+  const bridgeSecretKey = p.key32('BRIDGE_SECRET_KEY');
+  if (nodeEnv === 'production' && effectiveRoles.includes('bridge') && !p.raw('BRIDGE_SECRET_KEY'))
+    p.problems.push('BRIDGE_SECRET_KEY: required in production when the bridge role runs');
 
   const config: Config = {
     nodeEnv,
@@ -264,7 +320,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     s3Endpoint: p.url('S3_ENDPOINT', undefined),
     s3Region: p.raw('S3_REGION'),
     executor,
-    roles: (roles.length ? roles : ['api', 'worker', 'bridge']) as Role[],
+    roles: effectiveRoles,
     bridgePort: p.int('BRIDGE_PORT', 8081, 0, 65535),
     maxUploadBytes: p.int('MAX_UPLOAD_BYTES', 5 * 1024 ** 3, 1),
     maxBodyBytes: p.int('MAX_BODY_BYTES', 1024 * 1024, 1024),
@@ -295,6 +351,16 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
       p.matching('FREESWITCH_ESL_PASSWORD', /^[^\r\n]{1,256}$/, 'a password on one line') ?? 'ClueCon',
     freeswitchGateway,
     freeswitchEslMaxBackoffMs: p.int('FREESWITCH_ESL_MAX_BACKOFF_MS', 30000, 10, 600000),
+    matrixHomeserverUrl,
+    matrixRegistrationSharedSecret,
+    matrixServerName:
+      matrixServerName ?? (matrixHomeserverUrl ? new URL(matrixHomeserverUrl).host.toLowerCase() : undefined),
+    dendriteBin: p.executable('DENDRITE_BIN'),
+    matterbridgeBin: p.executable('MATTERBRIDGE_BIN'),
+    bridgeSecretKey,
+    bridgeLoginMaxFailures: p.int('BRIDGE_LOGIN_MAX_FAILURES', 5, 1, 1000),
+    bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
+    bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);

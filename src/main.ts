@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     const port = await runtime.app.listen();
     log.info({ url: config.publicUrl, port, graphql: `${config.publicUrl}/graphql` }, 'API listening');
   }
+  if (runtime.bridge) log.info({ port: await runtime.bridge.listen() }, 'chat bridge listening');
 
   let stopping = false;
   const shutdown = async (signal: string) => {

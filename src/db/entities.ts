@@ -2,6 +2,13 @@ import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
 import { LoginAttempt, LoginSession } from '../auth/session.entity';
+import {
+  BridgeApiKey,
+  BridgeUser,
+  DendriteInstance,
+  LoginFailure,
+  Matterbridge,
+} from '../chat-bridge/chat-bridge.entity';
 import { Team, TeamMember } from '../teams/team.entity';
 import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
@@ -24,4 +31,9 @@ export const entities = [
   LoginAttempt,
   DevAccount,
   OidcProviderState,
+  BridgeUser,
+  BridgeApiKey,
+  DendriteInstance,
+  Matterbridge,
+  LoginFailure,
 ];

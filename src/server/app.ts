@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
@@ -9,7 +8,6 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { specifiedRules, validate, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import pinoHttp from 'pino-http';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.route';
@@ -25,7 +23,16 @@ import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
 import { Loaders } from './loaders';
-import { sendError } from './http.helpers';
+import {
+  drain,
+  errorResponses,
+  jsonBodies,
+  listen,
+  noRoute,
+  requestIds,
+  requestLogs,
+  sendError,
+} from './http.helpers';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
 
@@ -44,9 +51,6 @@ export interface App {
   /** Stops accepting, lets in-flight requests finish (bounded), closes websockets. */
   close(): Promise<void>;
 }
-
-const JSON_TYPES = ['application/json', 'application/*+json'];
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. */
 function formatGraphQLError(log: Logger) {
@@ -95,20 +99,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   app.set('trust proxy', 'loopback');
   const server = http.createServer(app);
 
-  app.use((req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.locals.requestId = id;
-    res.setHeader('X-Request-Id', id);
-    next();
-  });
-  app.use(
-    pinoHttp({
-      logger: log,
-      genReqId: (_req, res) => res.locals?.requestId ?? randomUUID(),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
-    }),
-  );
+  app.use(requestIds());
+  app.use(requestLogs(log));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -129,7 +121,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   app.use(mediaFileRoutes(services.media));
   if (config.graphqlIde) app.use(graphiqlRoutes());
 
-  app.use(express.json({ limit: config.maxBodyBytes, type: JSON_TYPES }));
+  app.use(jsonBodies(config.maxBodyBytes));
 
   const contextOf = (req: Request, res: Response): RequestContext => ({
     requestId: res.locals.requestId,
@@ -194,28 +186,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
   app.use(uploadRoutes(services.media, { maxUploadBytes: config.maxUploadBytes }));
 
-  app.use((req, res) =>
-    sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`)),
-  );
-  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const e = err as { type?: string; status?: number };
-    let error: AppError;
-    if (e?.type === 'entity.parse.failed') error = new AppError('BAD_REQUEST', 'the body is not valid JSON');
-    else if (e?.type === 'entity.too.large')
-      error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${config.maxBodyBytes} bytes`);
-    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
-      error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
-    else if (e?.status === 413) error = new AppError('PAYLOAD_TOO_LARGE', (err as Error).message);
-    else if (e?.status && e.status >= 400 && e.status < 500)
-      error = new AppError('BAD_REQUEST', 'malformed request');
-    else {
-      const mapped = toAppError(err);
-      if (mapped.unexpected) (req.log ?? log).error({ err }, 'unexpected error');
-      error = mapped.error;
-    }
-    if (res.headersSent) return res.end();
-    sendError(req, res, error);
-  });
+  app.use(noRoute());
+  app.use(errorResponses(config.maxBodyBytes, log));
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
@@ -256,23 +228,13 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   let closing: Promise<void> | undefined;
   return {
     server,
-    listen: (port = config.port, host = config.host) =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
-      }),
+    listen: (port = config.port, host = config.host) => listen(server, port, host),
     close: () =>
       (closing ??= (async () => {
-        const done = new Promise<void>((resolve) => server.close(() => resolve()));
-        // Idle keep-alive sockets would hold close() open; busy ones finish their request first.
-        server.closeIdleConnections();
-        const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
-        const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+        const drained = drain(server, config.shutdownTimeoutMs);
         for (const client of wss.clients) client.close(1001, 'server shutting down');
         await wsCleanup.dispose();
-        await done;
-        clearInterval(idleSweep);
-        clearTimeout(deadline);
+        await drained;
         await apollo.stop();
       })()),
   };

@@ -4,6 +4,7 @@ import { createDevProvider } from '../auth/dev-issuer.provider';
 import { devIssuerRoutes } from '../auth/dev-issuer.routes';
 import { devIssuerUrl, loadDevSigningKey } from '../auth/dev-issuer';
 import { discoveryVerifier, localVerifier, type TokenVerifier } from '../auth/token-verifier';
+import { createBridge, type Bridge } from '../chat-bridge/chat-bridge.app';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
@@ -19,7 +20,9 @@ export interface Runtime {
   orm: MikroORM;
   services: Services;
   app: App;
-  /** Stops in reverse order of start: HTTP, external connections, database pool, embedded PostgreSQL. */
+  /** The chat bridge's listener and processes, when the `bridge` role runs. */
+  bridge: Bridge | null;
+  /** Stops in reverse order of start: HTTP, bridge processes, external connections, database pool, embedded PostgreSQL. */
   stop(): Promise<void>;
 }
 
@@ -74,15 +77,17 @@ export async function startRuntime(
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
     const app = await createApp({ config, log, orm, services, publicRoutes });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
+    const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
     return {
       config,
       orm,
       services,
       app,
+      bridge,
       stop: async () => {
         clearInterval(sweeper);
-        await app.close();
+        await Promise.all([app.close(), bridge?.close()]);
         await services.telephony.close();
         await openOrmRef.close(true);
         await embedded?.stop();

@@ -1,7 +1,15 @@
-import type { Request, Response } from 'express';
-import { AppError, httpStatusOf, restErrorBody } from '../common/errors';
+import { randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import pinoHttp from 'pino-http';
+import { AppError, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
+import type { Logger } from '../common/logger';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** JSON in the type the client asked for: the versioned type when its Accept names it. */
 export function sendJson(req: Request, res: Response, status: number, body: unknown): void {
@@ -35,4 +43,79 @@ export function readCookie(req: Request, name: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A request id (the client's `X-Request-Id` when well formed) in `res.locals` and the response. */
+export function requestIds(): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
+    next();
+  };
+}
+
+/** JSON request logs carrying the request id; health probes are not logged. */
+export function requestLogs(log: Logger): RequestHandler {
+  return pinoHttp({
+    logger: log,
+    genReqId: (_req, res) => res.locals?.requestId ?? randomUUID(),
+    autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+  });
+}
+
+/** Parses JSON bodies (both accepted content types) up to `maxBodyBytes`. */
+export function jsonBodies(maxBodyBytes: number): RequestHandler {
+  return express.json({ limit: maxBodyBytes, type: JSON_TYPES });
+}
+
+export function noRoute(): RequestHandler {
+  return (req, res) =>
+    sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
+}
+
+/** The last handler: body-parser failures become 400/413/415, anything unknown INTERNAL (logged). */
+export function errorResponses(maxBodyBytes: number, log: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const e = err as { type?: string; status?: number };
+    let error: AppError;
+    if (e?.type === 'entity.parse.failed') error = new AppError('BAD_REQUEST', 'the body is not valid JSON');
+    else if (e?.type === 'entity.too.large')
+      error = new AppError('PAYLOAD_TOO_LARGE', `the body is larger than ${maxBodyBytes} bytes`);
+    else if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+      error = new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding');
+    else if (e?.status === 413) error = new AppError('PAYLOAD_TOO_LARGE', (err as Error).message);
+    else if (e?.status && e.status >= 400 && e.status < 500)
+      error = new AppError('BAD_REQUEST', 'malformed request');
+    else {
+      const mapped = toAppError(err);
+      if (mapped.unexpected) (req.log ?? log).error({ err }, 'unexpected error');
+      error = mapped.error;
+    }
+    if (res.headersSent) return res.end();
+    sendError(req, res, error);
+  };
+}
+
+export function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+/**
+ * Stops accepting and resolves once every connection is gone: idle keep-alive sockets are closed
+ * at once (they would hold close() open), busy ones after their request, all after `timeoutMs`.
+ */
+export function drain(server: http.Server, timeoutMs: number): Promise<void> {
+  const done = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+  const deadline = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  return done.finally(() => {
+    clearInterval(idleSweep);
+    clearTimeout(deadline);
+  });
 }

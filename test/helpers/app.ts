@@ -12,6 +12,8 @@ import { TestIssuer } from './oidc-issuer';
 export interface TestApp {
   url: string;
   port: number;
+  /** The chat bridge's listener, when the `bridge` role runs (it does by default). */
+  bridgeUrl: string | undefined;
   runtime: Runtime;
   config: Config;
   issuer: TestIssuer;
@@ -41,15 +43,19 @@ export async function startTestApp(
     OIDC_ISSUER: issuer.issuer,
     OIDC_AUDIENCE: 'media-platform-test',
     SHUTDOWN_TIMEOUT_MS: '5000',
+    // Fixed, so that apps started on the same DATA_DIR and database read each other's secrets.
+    BRIDGE_SECRET_KEY: '0'.repeat(64),
     ...env,
   });
   const runtime = await startRuntime(config, createLogger(config.logLevel), { onQuery: opts.onQuery });
   const port = await runtime.app.listen(config.port, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
+  const bridgePort = await runtime.bridge?.listen(0, '127.0.0.1');
   const http = () => request.agent(url);
   return {
     url,
     port,
+    bridgeUrl: bridgePort === undefined ? undefined : `http://127.0.0.1:${bridgePort}`,
     runtime,
     config,
     issuer,

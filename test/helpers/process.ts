@@ -56,7 +56,7 @@ export function spawnTs(entry: string, args: string[], env: Record<string, strin
 
 /** Starts src/main.ts and resolves with its port once it listens. */
 export async function spawnService(env: Record<string, string>): Promise<Spawned & { port: number }> {
-  const s = spawnTs('src/main.ts', [], { PORT: '0', LOG_LEVEL: 'info', ...env });
+  const s = spawnTs('src/main.ts', [], { PORT: '0', BRIDGE_PORT: '0', LOG_LEVEL: 'info', ...env });
   const line = await s.waitFor(/"API listening"/);
   return { ...s, port: (JSON.parse(line) as { port: number }).port };
 }

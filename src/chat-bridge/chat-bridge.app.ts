@@ -1,0 +1,88 @@
+import http from 'node:http';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import express from 'express';
+import type { Config } from '../config';
+import type { Logger } from '../common/logger';
+import {
+  drain,
+  errorResponses,
+  jsonBodies,
+  listen,
+  noRoute,
+  requestIds,
+  requestLogs,
+} from '../server/http.helpers';
+import { chatBridgeRoutes } from './chat-bridge.routes';
+import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
+import { ChatBridgeService } from './chat-bridge.service';
+import { SupervisorGroup } from './chat-bridge.supervisor';
+import { LoginThrottle } from './chat-bridge.throttle';
+import { createHomeserver } from './homeserver';
+
+export interface Bridge {
+  service: ChatBridgeService;
+  server: http.Server;
+  listen(port?: number, host?: string): Promise<number>;
+  /** Stops accepting, lets in-flight requests finish (bounded), then stops the supervised processes. */
+  close(): Promise<void>;
+}
+
+export interface BridgeDeps {
+  config: Config;
+  log: Logger;
+  orm: MikroORM;
+}
+
+/**
+ * The `bridge` role: its own HTTP listener (`BRIDGE_PORT`) with its own credential, in front of
+ * the Matrix homeserver and the Dendrite and matterbridge processes it supervises.
+ */
+export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Bridge> {
+  const bridgeLog = log.child({ role: 'bridge' });
+  const service = new ChatBridgeService({
+    orm,
+    homeserver: createHomeserver(config),
+    secrets: new SecretBox(await loadBridgeSecretKey(config, bridgeLog)),
+    throttle: new LoginThrottle(orm, {
+      maxPerUser: config.bridgeLoginMaxFailures,
+      maxPerIp: config.bridgeLoginMaxFailuresPerIp,
+      windowSeconds: config.bridgeLoginWindowSeconds,
+    }),
+    supervisors: new SupervisorGroup(),
+    log: bridgeLog,
+    dataDir: config.dataDir,
+    listenHost: config.host,
+    reservedPorts: [config.port, config.bridgePort],
+    dendriteBin: config.dendriteBin,
+    matterbridgeBin: config.matterbridgeBin,
+  });
+  if (!config.matrixHomeserverUrl)
+    bridgeLog.warn('MATRIX_HOMESERVER_URL is unset: the chat bridge cannot create or log in users');
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.use(requestIds());
+  app.use(requestLogs(bridgeLog));
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.use(jsonBodies(config.maxBodyBytes));
+  app.use(chatBridgeRoutes(service));
+  app.use(noRoute());
+  app.use(errorResponses(config.maxBodyBytes, bridgeLog));
+  const server = http.createServer(app);
+
+  await service.resumeAll();
+  let closing: Promise<void> | undefined;
+  return {
+    service,
+    server,
+    listen: (port = config.bridgePort, host = config.host) => listen(server, port, host),
+    close: () =>
+      (closing ??= (async () => {
+        await drain(server, config.shutdownTimeoutMs);
+        await service.stopAll();
+      })()),
+  };
+}

@@ -1,0 +1,99 @@
+import { Router, type Request, type Response } from 'express';
+import { body, listResponse, pageVariables } from '../../rest-compat/rest.helpers';
+import type { Page } from '../common/pagination';
+import { sendJson } from '../server/http.helpers';
+import type { DendriteInstance, Matterbridge } from './chat-bridge.entity';
+import type { BridgePrincipal, ChatBridgeService, Supervised } from './chat-bridge.service';
+
+/** Lists as JSON arrays with `limit`/`cursor` and a `Link` header, like the core REST lists. */
+function sendPage<T>(req: Request, res: Response, page: Page<T>, item: (node: T) => unknown): void {
+  const out = listResponse(
+    req,
+    { nodes: page.items, pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor } },
+    item,
+  );
+  for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+  sendJson(req, res, 200, out.body);
+}
+
+const dendriteItem = ({ row, status }: Supervised<DendriteInstance>) => ({
+  id: row.id,
+  hostname: row.hostname,
+  port: row.port,
+  key_id: row.keyId,
+  public_key: row.publicKey,
+  status,
+  created_at: row.createdAt.toISOString(),
+});
+
+/** Never the token. */
+const matterbridgeItem = ({ row, status }: Supervised<Matterbridge>) => ({
+  id: row.id,
+  name: row.name,
+  network_name: row.networkName,
+  platform: row.platform,
+  channel: row.channel,
+  server: row.settings.server ?? null,
+  team: row.settings.team ?? null,
+  nick: row.settings.nick ?? null,
+  matrix_room_id: row.matrixRoomId,
+  matrix_room_alias: row.matrixRoomAlias,
+  status,
+  created_at: row.createdAt.toISOString(),
+});
+
+/** The chat bridge API (`{bridge_url}`); every rule lives in the service. */
+export function chatBridgeRoutes(service: ChatBridgeService): Router {
+  const router = Router();
+  const principal = (res: Response) => res.locals.bridgePrincipal as BridgePrincipal;
+
+  router.post('/api/v1/matrix/user', async (req, res) => {
+    const b = body(req);
+    const { apiKey, hostname } = await service.createUser({ username: b.username, password: b.password });
+    sendJson(req, res, 201, { api_key: apiKey, Hostname: hostname });
+  });
+
+  router.post('/api/v1/matrix/user/login', async (req, res) => {
+    const b = body(req);
+    const { apiKey } = await service.login({
+      username: b.username,
+      password: b.password,
+      clientIp: req.ip ?? '',
+    });
+    sendJson(req, res, 200, { api_key: apiKey });
+  });
+
+  // Everything below acts for the user of the X-API-Key.
+  router.use(['/api/v1/matrix/dendrite', '/api/v1/matrix/matterbridge'], async (req, res, next) => {
+    res.locals.bridgePrincipal = await service.authenticate(req.get('x-api-key'));
+    next();
+  });
+
+  router.post('/api/v1/matrix/dendrite', async (req, res) => {
+    const b = body(req);
+    await service.createDendrite(principal(res), { hostname: b.hostname, port: b.port });
+    sendJson(req, res, 201, { message: 'success' });
+  });
+  router.get('/api/v1/matrix/dendrite', async (req, res) => {
+    sendPage(req, res, await service.listDendrites(principal(res), pageVariables(req)), dendriteItem);
+  });
+  router.delete('/api/v1/matrix/dendrite/:id', async (req, res) => {
+    await service.deleteDendrite(principal(res), req.params.id);
+    res.status(204).end();
+  });
+
+  router.post('/api/v1/matrix/matterbridge', async (req, res) => {
+    const b = body(req);
+    const { row } = await service.createMatterbridge(principal(res), { name: b.name, conf: b.conf });
+    sendJson(req, res, 201, { network_name: row.networkName, status: 'success' });
+  });
+  router.get('/api/v1/matrix/matterbridge', async (req, res) => {
+    sendPage(req, res, await service.listMatterbridges(principal(res), pageVariables(req)), matterbridgeItem);
+  });
+  router.delete('/api/v1/matrix/matterbridge/:id', async (req, res) => {
+    await service.deleteMatterbridge(principal(res), req.params.id);
+    res.status(204).end();
+  });
+
+  return router;
+}

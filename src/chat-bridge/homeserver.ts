@@ -1,0 +1,38 @@
+import type { Config } from '../config';
+import { MatrixHomeserver } from './matrix.homeserver';
+
+export interface MatrixAccount {
+  userId: string;
+  accessToken: string;
+}
+
+export interface MatrixRoom {
+  roomId: string;
+  alias: string;
+}
+
+/** What the bridge needs from a Matrix homeserver. */
+export interface Homeserver {
+  /** The client-server API base URL (also written into matterbridge configurations). */
+  readonly url: string;
+  /** The part after `:` in its user ids. */
+  readonly serverName: string;
+  /** Creates a (non-admin) account; CONFLICT when the name is taken. */
+  register(username: string, password: string): Promise<MatrixAccount>;
+  /** Whether the homeserver accepts this password for the user. */
+  checkPassword(username: string, password: string): Promise<boolean>;
+  /** Creates a private room of the token's user under the alias `#<aliasLocalpart>:<server name>`. */
+  createRoom(accessToken: string, room: { name: string; aliasLocalpart: string }): Promise<MatrixRoom>;
+  /** Removes an alias the token's user created (the room itself stays). */
+  deleteAlias(accessToken: string, alias: string): Promise<void>;
+}
+
+/** The configured homeserver, or null when MATRIX_HOMESERVER_URL is unset. */
+export function createHomeserver(config: Config): Homeserver | null {
+  if (!config.matrixHomeserverUrl) return null;
+  return new MatrixHomeserver({
+    url: config.matrixHomeserverUrl,
+    serverName: config.matrixServerName!,
+    registrationSharedSecret: config.matrixRegistrationSharedSecret!,
+  });
+}
