@@ -5,6 +5,7 @@ import { Migration20261122211702_media } from './Migration20261122211702_media';
 import { Migration20261122211822_telephony } from './Migration20261122211822_telephony';
 import { Migration20261122212250_login } from './Migration20261122212250_login';
 import { Migration20261122213443_chat_bridge } from './Migration20261122213443_chat_bridge';
+import { Migration20261122215726_jobs } from './Migration20261122215726_jobs';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -13,4 +14,5 @@ export const migrationsList = [
   { name: 'Migration20261122211822_telephony', class: Migration20261122211822_telephony },
   { name: 'Migration20261122212250_login', class: Migration20261122212250_login },
   { name: 'Migration20261122213443_chat_bridge', class: Migration20261122213443_chat_bridge },
+  { name: 'Migration20261122215726_jobs', class: Migration20261122215726_jobs },
 ];

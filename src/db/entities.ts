@@ -12,6 +12,8 @@ import {
 import { Team, TeamMember } from '../teams/team.entity';
 import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
+import { Deployment } from '../deployments/deployment.entity';
+import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 
 /** Every entity of the service; each module appends its own here. */
@@ -21,6 +23,10 @@ export const entities = [
   TeamMember,
   ApiKey,
   MediaAsset,
+  Deployment,
+  Job,
+  JobTransition,
+  WorkerInstance,
   Model,
   ModelLike,
   ModelFollow,

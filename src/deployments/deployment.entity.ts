@@ -1,0 +1,44 @@
+import { Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import type { OwnerType } from '../auth/principal';
+
+/** A value a deployment gives an argument, as validated against the model's definition. */
+export type ArgValue = string | number | (string | number)[];
+
+/**
+ * A model run over media with arguments. Creating one creates its job; the model is referenced
+ * by id only, so deleting a catalogue entry leaves the history of its runs intact.
+ */
+@Entity({ tableName: 'deployments' })
+@Index({ properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
+export class Deployment {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @Property({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @Property({ type: 'uuid' })
+  ownerId!: string;
+
+  @Property({ type: 'text' })
+  name!: string;
+
+  @Property({ type: 'uuid' })
+  modelId!: string;
+
+  /** Argument name -> validated value (file arguments hold media ids). */
+  @Property({ type: 'json' })
+  args!: Record<string, ArgValue>;
+
+  /** The first file argument's media id. */
+  @Property({ type: 'uuid', nullable: true })
+  sourceAssetId: string | null = null;
+
+  /** The id the job's first output file takes as a media asset. */
+  @Property({ type: 'uuid' })
+  targetAssetId: string = randomUUID();
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+}

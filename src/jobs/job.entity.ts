@@ -1,0 +1,142 @@
+import { Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
+import { randomUUID } from 'node:crypto';
+import type { OwnerType } from '../auth/principal';
+import { Deployment } from '../deployments/deployment.entity';
+import type { JobStatus } from './job.states';
+
+/** What a finished job produced: its files (as media assets) and the JSON it printed last. */
+export interface JobOutput {
+  files: { mediaId: string; name: string; contentType: string; size: number }[];
+  result: unknown;
+}
+
+/**
+ * The state of one deployment on an executor. What it runs is fixed when it is created (argv,
+ * container, machine, timeout), so later changes to the model never change a queued job.
+ */
+@Entity({ tableName: 'jobs' })
+@Index({ properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
+@Index({ properties: ['ownerType', 'ownerId', 'status'] })
+@Index({ properties: ['modelId'] })
+@Index({ properties: ['deployment'] })
+@Index({
+  name: 'jobs_unfinished_index',
+  expression: `create index "jobs_unfinished_index" on "jobs" ("worker_id") where "status" in ('starting', 'running')`,
+})
+export class Job {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Deployment, { deleteRule: 'cascade' })
+  deployment!: Deployment;
+
+  @Property({ type: 'uuid' })
+  modelId!: string;
+
+  @Property({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @Property({ type: 'uuid' })
+  ownerId!: string;
+
+  @Property({ type: 'text' })
+  status: Opt<JobStatus> = 'queued';
+
+  @Property({ type: 'text' })
+  executor!: string;
+
+  /** The executor's handle: a process id, a Slurm job id, a pod name. */
+  @Property({ type: 'text', nullable: true })
+  externalId: string | null = null;
+
+  /** The worker process that runs the job; its heartbeat tells whether it still does. */
+  @Property({ type: 'uuid', nullable: true })
+  workerId: string | null = null;
+
+  @Property({ type: 'json' })
+  argv!: string[];
+
+  @Property({ type: 'text' })
+  container!: string;
+
+  @Property({ type: 'text' })
+  machineType!: string;
+
+  @Property({ type: 'integer' })
+  machineCount!: number;
+
+  @Property({ type: 'integer' })
+  timeoutSeconds!: number;
+
+  @Property({ type: 'integer', nullable: true })
+  exitCode: number | null = null;
+
+  @Property({ type: 'text', nullable: true })
+  error: string | null = null;
+
+  /** The last lines the job printed (at most LOG_TAIL_BYTES). */
+  @Property({ type: 'text', default: '' })
+  logTail: Opt<string> = '';
+
+  /** From creation to start. */
+  @Property({ type: 'double', nullable: true })
+  queueSeconds: number | null = null;
+
+  /** From start to end; what compute is billed on. */
+  @Property({ type: 'double', nullable: true })
+  runSeconds: number | null = null;
+
+  @Property({ type: 'json', nullable: true })
+  output: JobOutput | null = null;
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+
+  @Property({ type: 'datetime', nullable: true })
+  startedAt: Date | null = null;
+
+  @Property({ type: 'datetime', nullable: true })
+  finishedAt: Date | null = null;
+
+  @Property({ type: 'datetime' })
+  updatedAt: Opt<Date> = new Date();
+}
+
+/** Every state change of a job, with its time. */
+@Entity({ tableName: 'job_transitions' })
+@Index({ properties: ['job', 'at'] })
+export class JobTransition {
+  @PrimaryKey({ type: 'bigint', autoincrement: true })
+  id!: string;
+
+  @ManyToOne(() => Job, { deleteRule: 'cascade' })
+  job!: Job;
+
+  @Property({ type: 'text', nullable: true })
+  fromStatus: JobStatus | null = null;
+
+  @Property({ type: 'text' })
+  toStatus!: JobStatus;
+
+  @Property({ type: 'datetime' })
+  at: Opt<Date> = new Date();
+}
+
+/** A worker process; jobs of one whose heartbeat stopped are reconciled by the others. */
+@Entity({ tableName: 'worker_instances' })
+export class WorkerInstance {
+  @PrimaryKey({ type: 'uuid' })
+  id!: string;
+
+  @Property({ type: 'text' })
+  host!: string;
+
+  @Property({ type: 'integer' })
+  pid!: number;
+
+  @Property({ type: 'datetime' })
+  startedAt: Opt<Date> = new Date();
+
+  @Property({ type: 'datetime' })
+  seenAt: Opt<Date> = new Date();
+}
