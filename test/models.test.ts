@@ -313,12 +313,22 @@ describe('argument and field validation', () => {
       { 'args.x.optional': 'must be a boolean' },
     ],
     ['args as a list', { args: [{ type: 'int' }] }, { args: expect.any(String) }],
-    ['a command without {args}', { command: 'run' }, { command: 'must contain {args} exactly once' }],
+    [
+      'a command without {args}',
+      { command: 'run' },
+      { command: 'must contain {args} exactly once, as a word of its own' },
+    ],
     [
       'a command with {args} twice',
       { command: 'run {args} {args}' },
-      { command: 'must contain {args} exactly once' },
+      { command: 'must contain {args} exactly once, as a word of its own' },
     ],
+    [
+      'a command with {args} inside a word',
+      { command: 'run --all={args}' },
+      { command: 'must contain {args} exactly once, as a word of its own' },
+    ],
+    ['a command with an unclosed quote', { command: "run 'x {args}" }, { command: 'has an unclosed quote' }],
     [
       'an icon that is not a URL',
       { black_icon: 'javascript:alert(1)' },

@@ -37,7 +37,7 @@ export class Deployment {
 
   /** The id the job's first output file takes as a media asset. */
   @Property({ type: 'uuid' })
-  targetAssetId: string = randomUUID();
+  targetAssetId: Opt<string> = randomUUID();
 
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();

@@ -6,8 +6,14 @@ import type { JobStatus } from './job.states';
 
 /** What a finished job produced: its files (as media assets) and the JSON it printed last. */
 export interface JobOutput {
-  files: { mediaId: string; name: string; contentType: string; size: number }[];
+  files: { mediaId: string; name: string; mediaKey: string; contentType: string; size: number }[];
   result: unknown;
+}
+
+/** A media asset the job reads, and the path its program is given for it. */
+export interface JobInput {
+  mediaId: string;
+  path: string;
 }
 
 /**
@@ -55,6 +61,10 @@ export class Job {
 
   @Property({ type: 'json' })
   argv!: string[];
+
+  /** Files to have in place before the program starts (staged from storage when not local). */
+  @Property({ type: 'json', default: '[]' })
+  inputs: Opt<JobInput[]> = [];
 
   @Property({ type: 'text' })
   container!: string;

@@ -57,6 +57,7 @@ export class MediaAsset {
 
   /** The job that wrote a target asset. */
   @Property({ type: 'uuid', nullable: true })
+  @Index()
   jobId: string | null = null;
 
   @Property({ type: 'datetime' })

@@ -75,7 +75,26 @@ export class MediaService {
     }
   }
 
-  private async store(owner: Owner, input: UploadInput, type: MediaType): Promise<MediaAsset> {
+  /**
+   * Stores a file a job wrote as a `target_asset` of the job's owner (the first output takes the
+   * deployment's `target_asset_id`). Same streaming, sniffing, limits and cleanup as uploads.
+   */
+  async storeJobOutput(
+    owner: Owner,
+    input: { stream: Readable; filename: string; jobId: string; id?: string },
+  ): Promise<MediaAsset> {
+    return this.store(owner, { stream: input.stream, filename: input.filename }, 'target_asset', {
+      id: input.id,
+      jobId: input.jobId,
+    });
+  }
+
+  private async store(
+    owner: Owner,
+    input: UploadInput,
+    type: MediaType,
+    job: { id?: string; jobId: string } | null = null,
+  ): Promise<MediaAsset> {
     const tagsLater = input.tags instanceof Promise ? input.tags : null;
     // Awaited after the bytes are stored; until then a rejection must not count as unhandled.
     tagsLater?.catch(() => undefined);
@@ -89,6 +108,8 @@ export class MediaService {
     const { extension, contentType } = await sniff(head, input.filename ?? '');
     const em = this.orm.em.fork();
     const asset = em.create(MediaAsset, {
+      ...(job?.id ? { id: job.id } : {}),
+      jobId: job?.jobId ?? null,
       ownerType: owner.type,
       ownerId: owner.id,
       type,
@@ -169,6 +190,38 @@ export class MediaService {
       this.log.warn({ err, id: asset.id }, 'media bytes not removed yet; the sweeper retries'),
     );
     return asset;
+  }
+
+  /** The principal's live assets among `ids`; anything else (foreign, missing, not live) is left out. */
+  async ownedLive(principal: Principal, ids: readonly string[]): Promise<Map<string, MediaAsset>> {
+    const wanted = ids.filter(isUuid);
+    if (!wanted.length) return new Map();
+    const rows = await this.orm.em
+      .fork()
+      .find(MediaAsset, { id: { $in: wanted }, status: 'live', ...ownedBy(principal) });
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  /** Live assets by id, whoever owns them (the caller has checked access to what refers to them). */
+  async byIds(ids: readonly string[]): Promise<MediaAsset[]> {
+    return this.orm.em.fork().find(MediaAsset, { id: { $in: [...ids] }, status: 'live' });
+  }
+
+  /** The live outputs of jobs, oldest first. */
+  async byJobIds(jobIds: readonly string[]): Promise<MediaAsset[]> {
+    return this.orm.em
+      .fork()
+      .find(MediaAsset, { jobId: { $in: [...jobIds] }, status: 'live' }, { orderBy: { createdAt: 'asc' } });
+  }
+
+  /** Removes assets (with their bytes) that a failed job had already stored. */
+  async discardAll(assets: readonly MediaAsset[]): Promise<void> {
+    for (const asset of assets) await this.discard(asset);
+  }
+
+  /** Where the executor's processes can read an asset on this machine (local storage), or null. */
+  localPathOf(asset: MediaAsset): string | null {
+    return this.storage.localPath(storageKey(asset));
   }
 
   /** The live asset a `/media/<id>.<ext>` URL names, or null. */

@@ -74,6 +74,11 @@ export class ModelService {
     return this.find(this.orm.em.fork(), id);
   }
 
+  /** Models by id (for DataLoaders); deleted ones are simply absent. */
+  async byIds(ids: readonly string[]): Promise<Model[]> {
+    return this.orm.em.fork().find(Model, { id: { $in: [...ids] } });
+  }
+
   /** The catalogue, newest first. The tag filter is an array overlap (`&&`) served by a GIN index. */
   async list(principal: Principal, filter: ModelFilter, args: PageArgs): Promise<Page<Model>> {
     const where: FilterQuery<Model>[] = [];

@@ -76,7 +76,7 @@ describe('checkDefinition', () => {
         ],
       }),
     ).toEqual({
-      command: 'must contain {args} exactly once',
+      command: 'must contain {args} exactly once, as a word of its own',
       'args.n.min': 'must not exceed max',
       'args.f.min': 'must be a finite number',
       'args[2].name': expect.stringContaining('must start with a letter'),

@@ -1,3 +1,4 @@
+import { splitWords } from '../jobs/job.command';
 import { AppError, type ErrorDetails } from '../common/errors';
 import { normaliseTags } from '../common/tags';
 import type { Model, ModelArgument, ModelArgumentKind } from './model.entity';
@@ -135,6 +136,7 @@ function checkArgument(c: Checker, input: ModelArgumentInput, index: number): Mo
   if (!ARGUMENT_KINDS.includes(kind)) c.fail(at('type'), `must be one of ${ARGUMENT_KINDS.join(', ')}`);
   const format = c.text(at('format'), input.format ?? '', LIMITS.argFormat, { required: true });
   if (format !== undefined && !format.includes(':value')) c.fail(at('format'), 'must contain :value');
+  else if (format !== undefined && wordsOf(format) === null) c.fail(at('format'), 'has an unclosed quote');
   const description = c.text(at('description'), input.description ?? '', LIMITS.argDescription);
   const example = c.text(at('example'), input.example ?? '', LIMITS.argExample);
   const tags = input.tags === undefined || input.tags === null ? null : c.tags(at('tags'), input.tags);
@@ -209,7 +211,10 @@ export function checkDefinition(input: ModelDefinitionInput, current?: ModelDefi
     out.description = c.text('description', input.description ?? '', LIMITS.description) || null;
   if (given('command')) {
     out.command = c.text('command', input.command ?? DEFAULTS.command, LIMITS.command) ?? '';
-    if (out.command.split('{args}').length !== 2) c.fail('command', 'must contain {args} exactly once');
+    const words = wordsOf(out.command);
+    if (words === null) c.fail('command', 'has an unclosed quote');
+    else if (words.filter((w) => w === '{args}').length !== 1 || out.command.split('{args}').length !== 2)
+      c.fail('command', 'must contain {args} exactly once, as a word of its own');
   }
   if (given('machineType')) {
     out.machineType = input.machineType?.trim() || DEFAULTS.machineType;
@@ -243,4 +248,13 @@ export function checkDefinition(input: ModelDefinitionInput, current?: ModelDefi
  */
 export function classificationOf(_machineType: string): string {
   return 'fast';
+}
+
+/** The command-line words of a template (see splitWords), or null when it cannot be split. */
+function wordsOf(template: string): string[] | null {
+  try {
+    return splitWords(template);
+  } catch {
+    return null;
+  }
 }

@@ -128,6 +128,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     principal: (res.locals.principal as Principal | null) ?? null,
     log: req.log ?? log,
     loaders: new Loaders(),
+    live: services.live,
   });
 
   const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => {
@@ -220,6 +221,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
         principal: ctx.extra.principal ?? null,
         log,
         loaders: new Loaders(),
+        live: services.live,
       }),
     },
     wss,

@@ -11,6 +11,10 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-pos
 import { openOrm, type OrmOptions } from '../db/orm';
 import { seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
+import { runMigrations } from 'graphile-worker';
+import { EventBus } from '../events/event-bus';
+import { createExecutor } from '../executors/executor.factory';
+import { graphileLogger, JobRunner } from '../jobs/job.runner';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
@@ -22,7 +26,10 @@ export interface Runtime {
   app: App;
   /** The chat bridge's listener and processes, when the `bridge` role runs. */
   bridge: Bridge | null;
-  /** Stops in reverse order of start: HTTP, bridge processes, external connections, database pool, embedded PostgreSQL. */
+  /**
+   * Stops in reverse order of start: HTTP, bridge processes, running jobs and the job worker,
+   * external connections, the event bus, the database pool, embedded PostgreSQL.
+   */
   stop(): Promise<void>;
 }
 
@@ -39,6 +46,8 @@ export async function startRuntime(
 ): Promise<Runtime> {
   let embedded: EmbeddedDatabase | undefined;
   let orm: MikroORM | undefined;
+  let bus: EventBus | undefined;
+  let runner: JobRunner | undefined;
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
@@ -48,6 +57,10 @@ export async function startRuntime(
     orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
+    // The job queue's own schema; every role needs it, since creating a deployment enqueues.
+    await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
+    bus = new EventBus(databaseUrl, log);
+    await bus.start();
 
     let verifier: TokenVerifier;
     const publicRoutes = [];
@@ -73,12 +86,27 @@ export async function startRuntime(
       );
     }
     const storage = await createStorage(config);
-    const services = createServices({ config, orm, verifier, storage, log });
+    const services = createServices({ config, orm, verifier, storage, bus, log });
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
     const app = await createApp({ config, log, orm, services, publicRoutes });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
+    if (config.roles.includes('worker')) {
+      runner = new JobRunner(
+        orm,
+        services.jobs,
+        services.deployments,
+        services.media,
+        createExecutor(config, log),
+        bus,
+        log,
+        { databaseUrl, concurrency: config.localExecutorConcurrency },
+      );
+      await runner.start();
+    }
     const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
+    const openBus = bus;
+    const openRunner = runner;
     return {
       config,
       orm,
@@ -88,12 +116,16 @@ export async function startRuntime(
       stop: async () => {
         clearInterval(sweeper);
         await Promise.all([app.close(), bridge?.close()]);
+        await openRunner?.stop();
         await services.telephony.close();
+        await openBus.stop();
         await openOrmRef.close(true);
         await embedded?.stop();
       },
     };
   } catch (err) {
+    await runner?.stop().catch(() => undefined);
+    await bus?.stop();
     await orm?.close(true).catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     throw err;

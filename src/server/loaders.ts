@@ -17,3 +17,46 @@ export class Loaders {
     return loader as DataLoader<K, V>;
   }
 }
+
+/** The request's loader of rows by id, one `fetch` per batch; ids without a row load as null. */
+export function byId<T extends { id: string }>(
+  loaders: Loaders,
+  key: string,
+  fetch: (ids: readonly string[]) => Promise<T[]>,
+): DataLoader<string, T | null> {
+  return loaders.get<string, T | null>(key, async (ids) => {
+    const rows = new Map((await fetch(ids)).map((r) => [r.id, r]));
+    return ids.map((id) => rows.get(id) ?? null);
+  });
+}
+
+/** The request's loader of row lists by a key (say, the outputs of each job), one `fetch` per batch. */
+export function groupedBy<T>(
+  loaders: Loaders,
+  key: string,
+  fetch: (keys: readonly string[]) => Promise<T[]>,
+  keyOf: (row: T) => string,
+): DataLoader<string, T[]> {
+  return loaders.get<string, T[]>(key, async (keys) => {
+    const groups = new Map<string, T[]>();
+    for (const row of await fetch(keys)) {
+      const k = keyOf(row);
+      groups.set(k, [...(groups.get(k) ?? []), row]);
+    }
+    return keys.map((k) => groups.get(k) ?? []);
+  });
+}
+
+/**
+ * A subscription's events, each resolved with fresh loaders: the context of a subscription
+ * lives as long as the subscription, and what one event loaded must not be served to the next.
+ */
+export async function* freshLoadersPerEvent<T>(
+  context: { loaders: Loaders },
+  events: AsyncIterable<T> | Promise<AsyncIterable<T>>,
+): AsyncGenerator<T> {
+  for await (const event of await events) {
+    context.loaders = new Loaders();
+    yield event;
+  }
+}

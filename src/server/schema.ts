@@ -1,11 +1,13 @@
 import type { GraphQLSchema } from 'graphql';
-import { buildSchemaSync, getMetadataStorage, type ContainerType } from 'type-graphql';
+import { buildSchemaSync, getMetadataStorage, type ContainerType, type PubSub } from 'type-graphql';
 import { ApiKeyResolver } from '../auth/api-key.resolver';
 import { ModelResolver } from '../models/model.resolver';
 import { TeamResolver } from '../teams/team.resolver';
 import { TelephonyResolver } from '../telephony/telephony.resolver';
 import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
+import { DeploymentResolver } from '../deployments/deployment.resolver';
+import { JobResolver } from '../jobs/job.resolver';
 import { AppError } from '../common/errors';
 import type { Services } from './services';
 
@@ -18,6 +20,8 @@ function resolverInstances(s: Services) {
     new MediaResolver(s.media),
     new ModelResolver(s.models),
     new TelephonyResolver(s.telephony),
+    new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
+    new JobResolver(s.jobs, s.deployments, s.models, s.media),
   ];
 }
 
@@ -28,7 +32,22 @@ const resolverClasses = [
   MediaResolver,
   ModelResolver,
   TelephonyResolver,
+  DeploymentResolver,
+  JobResolver,
 ] as const;
+
+/**
+ * Every subscription brings its own feed (LISTEN/NOTIFY, `subscribe` option); type-graphql
+ * still insists on a pubSub, so it gets one that refuses to be used.
+ */
+const noPubSub: PubSub = {
+  publish: () => {
+    throw new Error('subscriptions publish through the event bus');
+  },
+  subscribe: () => {
+    throw new Error('subscriptions read from the event bus');
+  },
+};
 
 export function buildAppSchema(services?: Services): GraphQLSchema {
   const instances = services ? resolverInstances(services) : [];
@@ -42,5 +61,11 @@ export function buildAppSchema(services?: Services): GraphQLSchema {
   // No middlewares are used, so fields without a resolver method take graphql-js's plain property
   // read instead of type-graphql's wrapper: list queries resolve thousands of such fields.
   for (const type of getMetadataStorage().objectTypes) type.simpleResolvers ??= true;
-  return buildSchemaSync({ resolvers: resolverClasses, container, validate: false, emitSchemaFile: false });
+  return buildSchemaSync({
+    resolvers: resolverClasses,
+    container,
+    validate: false,
+    emitSchemaFile: false,
+    pubSub: noPubSub,
+  });
 }

@@ -6,6 +6,10 @@ import { openIdClient } from '../auth/oidc.client';
 import { SessionService } from '../auth/session.service';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
+import { DeploymentService } from '../deployments/deployment.service';
+import type { EventBus } from '../events/event-bus';
+import { JobLive } from '../jobs/job.live';
+import { JobService } from '../jobs/job.service';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
@@ -21,10 +25,11 @@ export interface ServiceDeps {
   orm: MikroORM;
   verifier: TokenVerifier;
   storage: Storage;
+  bus: EventBus;
   log: Logger;
 }
 
-export function createServices({ config, orm, verifier, storage, log }: ServiceDeps) {
+export function createServices({ config, orm, verifier, storage, bus, log }: ServiceDeps) {
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
@@ -48,7 +53,10 @@ export function createServices({ config, orm, verifier, storage, log }: ServiceD
   );
   const models = new ModelService(orm);
   const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
-  return { users, teams, apiKeys, authenticator, login, media, models, telephony };
+  const jobs = new JobService(orm);
+  const deployments = new DeploymentService(orm, config, models, media);
+  const live = new JobLive(bus, jobs);
+  return { users, teams, apiKeys, authenticator, login, media, models, telephony, jobs, deployments, live };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,0 +1,86 @@
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
+import type { Principal } from '../auth/principal';
+import { encodeCursor } from '../common/pagination';
+import { JobService } from '../jobs/job.service';
+import { JobType } from '../jobs/job.types';
+import { MediaService } from '../media/media.service';
+import { MediaAssetType } from '../media/media.types';
+import { ModelService } from '../models/model.service';
+import { ModelType } from '../models/model.types';
+import type { RequestContext } from '../server/context';
+import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { byId, groupedBy } from '../server/loaders';
+import { DeploymentService } from './deployment.service';
+import { CreateDeploymentInput, DeploymentConnection, DeploymentType } from './deployment.types';
+
+@Resolver(() => DeploymentType)
+export class DeploymentResolver {
+  private readonly jobView: ReturnType<typeof JobType.from>;
+  private readonly mediaView: ReturnType<typeof MediaAssetType.from>;
+
+  constructor(
+    private readonly service: DeploymentService,
+    private readonly jobs: JobService,
+    private readonly models: ModelService,
+    private readonly media: MediaService,
+  ) {
+    this.jobView = JobType.from(media.baseUrl);
+    this.mediaView = MediaAssetType.from(media);
+  }
+
+  @Query(() => DeploymentConnection, { description: "The owner's deployments, newest first." })
+  async deployments(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('first', () => Int, { nullable: true }) first?: number,
+    @Arg('after', () => String, { nullable: true }) after?: string,
+  ) {
+    return toConnection(
+      await this.service.list(principal, { first, after }),
+      DeploymentType.from,
+      encodeCursor,
+    );
+  }
+
+  @Query(() => DeploymentType)
+  async deployment(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return DeploymentType.from(await this.service.get(principal, id));
+  }
+
+  @Mutation(() => DeploymentType, {
+    description: 'Runs a model: validates the arguments, counts the run and queues one job.',
+  })
+  async createDeployment(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('input') input: CreateDeploymentInput,
+  ) {
+    return DeploymentType.from((await this.service.create(principal, input)).deployment);
+  }
+
+  @FieldResolver(() => JobType)
+  async job(@Root() deployment: DeploymentType, @Ctx() ctx: RequestContext) {
+    const [job] = await groupedBy(
+      ctx.loaders,
+      'jobs.byDeployment',
+      (ids) => this.jobs.byDeploymentIds(ids),
+      (j) => j.deployment.id,
+    ).load(deployment.id);
+    return this.jobView(job);
+  }
+
+  @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })
+  async model(@Root() deployment: DeploymentType, @Ctx() ctx: RequestContext) {
+    const m = await byId(ctx.loaders, 'models.byId', (ids) => this.models.byIds(ids)).load(
+      deployment.modelId,
+    );
+    return m && ModelType.from(m);
+  }
+
+  @FieldResolver(() => MediaAssetType, { nullable: true, description: 'Null once the media was deleted.' })
+  async sourceAsset(@Root() deployment: DeploymentType, @Ctx() ctx: RequestContext) {
+    if (!deployment.sourceAssetId) return null;
+    const a = await byId(ctx.loaders, 'media.byId', (ids) => this.media.byIds(ids)).load(
+      deployment.sourceAssetId,
+    );
+    return a && this.mediaView(a);
+  }
+}

@@ -1,0 +1,57 @@
+import { GraphQLJSONObject } from 'graphql-scalars';
+import { Field, ID, InputType, ObjectType } from 'type-graphql';
+import { Connection } from '../server/graphql.helpers';
+import type { ArgValue, Deployment } from './deployment.entity';
+
+@ObjectType('Deployment', { description: 'A model run over media with arguments; it has one job.' })
+export class DeploymentType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => ID)
+  modelId!: string;
+
+  @Field(() => GraphQLJSONObject, { description: 'Argument values as validated (files as media ids).' })
+  args!: Record<string, ArgValue>;
+
+  @Field(() => ID, { nullable: true, description: 'The first file argument.' })
+  sourceAssetId!: string | null;
+
+  @Field(() => ID, { description: "The id the job's first output file takes." })
+  targetAssetId!: string;
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  static from(d: Deployment): DeploymentType {
+    return Object.assign(new DeploymentType(), {
+      id: d.id,
+      name: d.name,
+      modelId: d.modelId,
+      args: d.args,
+      sourceAssetId: d.sourceAssetId,
+      targetAssetId: d.targetAssetId,
+      createdAt: d.createdAt,
+    });
+  }
+}
+
+export const DeploymentConnection = Connection(DeploymentType, 'Deployment');
+
+@InputType()
+export class CreateDeploymentInput {
+  @Field(() => String)
+  name!: string;
+
+  @Field(() => ID)
+  modelId!: string;
+
+  @Field(() => GraphQLJSONObject, {
+    nullable: true,
+    description: 'Argument name -> value (int, float, string, or a media id for a file argument).',
+  })
+  args?: Record<string, unknown> | null;
+}

@@ -1,0 +1,30 @@
+import path from 'node:path';
+import type { Config } from '../config';
+import type { Logger } from '../common/logger';
+import type { Executor } from './executor.port';
+import { LocalExecutor } from './local.executor';
+
+/**
+ * Programs the service provides itself, by the name model commands use. The demo program runs
+ * the way the service runs: compiled JavaScript, or its TypeScript source through swc (tests,
+ * development from source).
+ */
+export function builtinPrograms(): Record<string, string[]> {
+  const compiled = path.extname(__filename) === '.js';
+  const script = path.join(__dirname, '..', 'demo-models', `media-demo${compiled ? '.js' : '.ts'}`);
+  return {
+    'media-demo': compiled
+      ? [process.execPath, script]
+      : [process.execPath, '-r', require.resolve('@swc-node/register'), script],
+  };
+}
+
+/** The executor the configuration names (only `local` exists so far; config refuses the others). */
+export function createExecutor(config: Config, log: Logger): Executor {
+  return new LocalExecutor({
+    concurrency: config.localExecutorConcurrency,
+    path: config.localExecutorPath,
+    programs: builtinPrograms(),
+    log,
+  });
+}

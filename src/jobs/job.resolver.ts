@@ -1,0 +1,137 @@
+import {
+  Arg,
+  Ctx,
+  FieldResolver,
+  ID,
+  Int,
+  Mutation,
+  Query,
+  Resolver,
+  Root,
+  Subscription,
+} from 'type-graphql';
+import { requirePrincipal, type Principal } from '../auth/principal';
+import { encodeCursor } from '../common/pagination';
+import { DeploymentService } from '../deployments/deployment.service';
+import { DeploymentType } from '../deployments/deployment.types';
+import { MediaService } from '../media/media.service';
+import { MediaAssetType } from '../media/media.types';
+import { ModelService } from '../models/model.service';
+import { ModelType } from '../models/model.types';
+import type { RequestContext } from '../server/context';
+import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { byId, freshLoadersPerEvent, groupedBy } from '../server/loaders';
+import type { JobUpdate } from './job.live';
+import type { LogLine } from './job.log';
+import { JobService } from './job.service';
+import type { JobStatus } from './job.states';
+import { JobConnection, JobFilterInput, JobLogLineType, JobTransitionType, JobType } from './job.types';
+
+type Subscribed = { args: { id: string }; context: RequestContext };
+
+@Resolver(() => JobType)
+export class JobResolver {
+  private readonly view: ReturnType<typeof JobType.from>;
+  private readonly updateView: ReturnType<typeof JobType.fromUpdate>;
+  private readonly mediaView: ReturnType<typeof MediaAssetType.from>;
+
+  constructor(
+    private readonly service: JobService,
+    private readonly deployments: DeploymentService,
+    private readonly models: ModelService,
+    private readonly media: MediaService,
+  ) {
+    this.view = JobType.from(media.baseUrl);
+    this.updateView = JobType.fromUpdate(media.baseUrl);
+    this.mediaView = MediaAssetType.from(media);
+  }
+
+  @Query(() => JobConnection, { description: "The owner's jobs, newest first." })
+  async jobs(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('filter', () => JobFilterInput, { nullable: true }) filter?: JobFilterInput,
+    @Arg('first', () => Int, { nullable: true }) first?: number,
+    @Arg('after', () => String, { nullable: true }) after?: string,
+  ) {
+    const page = await this.service.list(
+      principal,
+      { status: filter?.status as JobStatus | undefined, modelId: filter?.modelId },
+      { first, after },
+    );
+    return toConnection(page, (j) => this.view(j), encodeCursor);
+  }
+
+  @Query(() => JobType)
+  async job(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return this.view(await this.service.get(principal, id));
+  }
+
+  @Mutation(() => JobType, { description: 'Stops a job; a job that has ended is answered as it is.' })
+  async cancelJob(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
+    return this.view(await this.service.cancel(principal, id));
+  }
+
+  @Subscription(() => JobType, {
+    description: "One job: its state now, then each transition. Another owner's job is NOT_FOUND.",
+    subscribe: ({ args, context }: Subscribed) =>
+      freshLoadersPerEvent(context, context.live.one(requirePrincipal(context.principal), args.id)),
+  })
+  jobUpdated(@Root() update: JobUpdate, @Arg('id', () => ID) _id: string): JobType {
+    return this.updateView(update);
+  }
+
+  @Subscription(() => JobType, {
+    name: 'jobs',
+    description: "Every transition of the owner's jobs.",
+    subscribe: ({ context }: Subscribed) =>
+      freshLoadersPerEvent(context, context.live.all(requirePrincipal(context.principal))),
+  })
+  jobsUpdated(@Root() update: JobUpdate): JobType {
+    return this.updateView(update);
+  }
+
+  @Subscription(() => JobLogLineType, {
+    description: 'The lines a job prints from now on (its earlier output is in logTail).',
+    subscribe: ({ args, context }: Subscribed) =>
+      context.live.logs(requirePrincipal(context.principal), args.id),
+  })
+  jobLogs(@Root() line: LogLine, @Arg('id', () => ID) _id: string): JobLogLineType {
+    return JobLogLineType.from(line);
+  }
+
+  @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })
+  async model(@Root() job: JobType, @Ctx() ctx: RequestContext) {
+    const m = await byId(ctx.loaders, 'models.byId', (ids) => this.models.byIds(ids)).load(job.modelId);
+    return m && ModelType.from(m);
+  }
+
+  @FieldResolver(() => DeploymentType)
+  async deployment(@Root() job: JobType, @Ctx() ctx: RequestContext) {
+    const d = await byId(ctx.loaders, 'deployments.byId', (ids) => this.deployments.byIds(ids)).load(
+      job.deploymentId,
+    );
+    return DeploymentType.from(d!);
+  }
+
+  @FieldResolver(() => [MediaAssetType], { description: 'The files it wrote, as media assets.' })
+  async outputs(@Root() job: JobType, @Ctx() ctx: RequestContext) {
+    const assets = await groupedBy(
+      ctx.loaders,
+      'media.byJob',
+      (ids) => this.media.byJobIds(ids),
+      (a) => a.jobId!,
+    ).load(job.id);
+    return assets.map(this.mediaView);
+  }
+
+  @FieldResolver(() => [JobTransitionType])
+  async transitions(@Root() job: JobType, @Ctx() ctx: RequestContext) {
+    const rows = await groupedBy(
+      ctx.loaders,
+      'jobs.transitions',
+      (ids) => this.service.transitionsOf(ids),
+      (t) => t.job.id,
+    ).load(job.id);
+    return rows.map(JobTransitionType.from);
+  }
+}

@@ -1,0 +1,150 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { assertOwned, ownedBy, type Owner, type Principal } from '../auth/principal';
+import { AppError } from '../common/errors';
+import { isUuid } from '../common/ids';
+import { findPage, type Page, type PageArgs } from '../common/pagination';
+import { CHANNELS } from '../events/event-bus';
+import { Job, JobTransition, type JobOutput } from './job.entity';
+import { FROM, isTerminal, type JobStatus } from './job.states';
+
+export interface JobFilter {
+  status?: JobStatus | null;
+  modelId?: string | null;
+}
+
+/** What a transition may record beside the new state. */
+export interface TransitionFields {
+  workerId?: string;
+  externalId?: string;
+  exitCode?: number | null;
+  error?: string | null;
+  output?: JobOutput | null;
+  logTail?: string;
+}
+
+/** The payload of a job event on CHANNELS.jobs. */
+export interface JobEvent {
+  jobId: string;
+  ownerType: Owner['type'];
+  ownerId: string;
+  status: JobStatus;
+  from: JobStatus | null;
+  at: string;
+}
+
+/** Columns a transition into each state sets, besides status and updated_at. */
+function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unknown[] } {
+  switch (to) {
+    case 'starting':
+      return { sql: ', worker_id = ?', params: [f.workerId ?? null] };
+    case 'running':
+      return {
+        sql: ', external_id = ?, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)',
+        params: [f.externalId ?? null],
+      };
+    case 'succeeded':
+    case 'failed':
+    case 'canceled':
+      return {
+        // A job that never ran has no run time: it costs nothing.
+        sql:
+          ', finished_at = now(), run_seconds = case when j.started_at is null then null' +
+          ' else extract(epoch from now() - j.started_at) end,' +
+          ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail)',
+        params: [
+          f.exitCode ?? null,
+          f.error ?? null,
+          f.output ? JSON.stringify(f.output) : null,
+          f.logTail ?? null,
+        ],
+      };
+    case 'queued':
+      throw new Error('a job is queued only when it is created');
+  }
+}
+
+export class JobService {
+  constructor(private readonly orm: MikroORM) {}
+
+  async list(principal: Principal, filter: JobFilter, args: PageArgs): Promise<Page<Job>> {
+    if (filter.modelId && !isUuid(filter.modelId))
+      throw AppError.validation({ modelId: 'must be a model id' });
+    return findPage(
+      this.orm.em.fork(),
+      Job,
+      {
+        ...ownedBy(principal),
+        ...(filter.status ? { status: filter.status } : {}),
+        ...(filter.modelId ? { modelId: filter.modelId.toLowerCase() } : {}),
+      },
+      args,
+    );
+  }
+
+  async get(principal: Principal, id: string): Promise<Job> {
+    return assertOwned(await this.byId(id), principal, 'job');
+  }
+
+  /** Any job by id, without an access check (workers and event feeds). */
+  async byId(id: string): Promise<Job | null> {
+    return isUuid(id) ? this.orm.em.fork().findOne(Job, { id: id.toLowerCase() }) : null;
+  }
+
+  async byIds(ids: readonly string[]): Promise<Job[]> {
+    return this.orm.em.fork().find(Job, { id: { $in: [...ids] } });
+  }
+
+  async byDeploymentIds(ids: readonly string[]): Promise<Job[]> {
+    return this.orm.em.fork().find(Job, { deployment: { $in: [...ids] } });
+  }
+
+  async transitionsOf(jobIds: readonly string[]): Promise<JobTransition[]> {
+    return this.orm.em
+      .fork()
+      .find(JobTransition, { job: { $in: [...jobIds] } }, { orderBy: { at: 'asc', id: 'asc' } });
+  }
+
+  /**
+   * Stops a job: `canceled` at once (the worker running it is told through the event); a job
+   * that has ended already is answered as it is.
+   */
+  async cancel(principal: Principal, id: string): Promise<Job> {
+    const job = await this.get(principal, id);
+    if (isTerminal(job.status)) return job;
+    await this.transition(job.id, 'canceled');
+    return (await this.byId(job.id))!;
+  }
+
+  /**
+   * Moves a job to `to` if its current state allows it, in one statement: lock the row, check,
+   * update, record the transition and NOTIFY (sent only if the change commits). Answers whether
+   * the job moved; a job that has meanwhile gone elsewhere (say, canceled) is left alone.
+   */
+  async transition(
+    jobId: string,
+    to: JobStatus,
+    fields: TransitionFields = {},
+    em?: EntityManager,
+  ): Promise<boolean> {
+    const sets = setsFor(to, fields);
+    const rows: unknown[] = await (em ?? this.orm.em.fork()).execute(
+      `with prev as (select id, status from jobs where id = ? for update),
+       upd as (
+         update jobs j set status = ?, updated_at = now()${sets.sql}
+         from prev where j.id = prev.id and prev.status = any(?::text[])
+         returning j.id, j.owner_type, j.owner_id, j.status, prev.status as from_status, j.updated_at
+       ),
+       ins as (insert into job_transitions (job_id, from_status, to_status, at)
+               select id, from_status, status, updated_at from upd)
+       select pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
+                'status', status, 'from', from_status, 'at', updated_at)::text) from upd`,
+      [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
+    );
+    return rows.length === 1;
+  }
+
+  /** Keeps the stored log tail current while a job runs (not a transition). */
+  async saveLogTail(jobId: string, logTail: string): Promise<void> {
+    await this.orm.em.fork().nativeUpdate(Job, { id: jobId }, { logTail });
+  }
+}

@@ -1,0 +1,172 @@
+import { GraphQLJSON } from 'graphql-scalars';
+import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { Connection } from '../server/graphql.helpers';
+import type { Job, JobTransition } from './job.entity';
+import type { JobUpdate } from './job.live';
+import type { LogLine } from './job.log';
+
+export enum JobStatusEnum {
+  QUEUED = 'queued',
+  STARTING = 'starting',
+  RUNNING = 'running',
+  SUCCEEDED = 'succeeded',
+  FAILED = 'failed',
+  CANCELED = 'canceled',
+}
+registerEnumType(JobStatusEnum, {
+  name: 'JobStatus',
+  description: 'QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELED; never back.',
+});
+
+export enum LogStreamEnum {
+  STDOUT = 'stdout',
+  STDERR = 'stderr',
+}
+registerEnumType(LogStreamEnum, { name: 'LogStream' });
+
+@ObjectType('JobTransition', { description: 'One state change of a job.' })
+export class JobTransitionType {
+  @Field(() => JobStatusEnum, { nullable: true, description: 'Null for the creation.' })
+  from!: JobStatusEnum | null;
+
+  @Field(() => JobStatusEnum)
+  to!: JobStatusEnum;
+
+  @Field(() => Date)
+  at!: Date;
+
+  static from(t: JobTransition): JobTransitionType {
+    return Object.assign(new JobTransitionType(), {
+      from: t.fromStatus as JobStatusEnum | null,
+      to: t.toStatus as JobStatusEnum,
+      at: t.at,
+    });
+  }
+}
+
+@ObjectType('JobLogLine')
+export class JobLogLineType {
+  @Field(() => LogStreamEnum)
+  stream!: LogStreamEnum;
+
+  @Field(() => String)
+  line!: string;
+
+  static from(l: LogLine): JobLogLineType {
+    return Object.assign(new JobLogLineType(), { stream: l.stream as LogStreamEnum, line: l.line });
+  }
+}
+
+@ObjectType('Job', { description: 'The state of a deployment on an executor, with what it produced.' })
+export class JobType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => ID)
+  deploymentId!: string;
+
+  @Field(() => ID)
+  modelId!: string;
+
+  @Field(() => JobStatusEnum)
+  status!: JobStatusEnum;
+
+  @Field(() => String, { description: 'The executor that runs it: local, slurm, kubernetes.' })
+  executor!: string;
+
+  @Field(() => String, { nullable: true, description: "The executor's handle (process id, Slurm job id)." })
+  externalId!: string | null;
+
+  @Field(() => [String], { description: 'The argv it runs (no shell is involved).' })
+  command!: string[];
+
+  @Field(() => String)
+  container!: string;
+
+  @Field(() => String)
+  machineType!: string;
+
+  @Field(() => Int)
+  machineCount!: number;
+
+  @Field(() => Int)
+  timeoutSeconds!: number;
+
+  @Field(() => Int, { nullable: true })
+  exitCode!: number | null;
+
+  @Field(() => String, { nullable: true, description: 'Why it failed.' })
+  error!: string | null;
+
+  @Field(() => String, { description: 'The last 64 KiB it printed.' })
+  logTail!: string;
+
+  @Field(() => Float, { nullable: true, description: 'Seconds from creation to start.' })
+  queueSeconds!: number | null;
+
+  @Field(() => Float, { nullable: true, description: 'Seconds from start to end.' })
+  runSeconds!: number | null;
+
+  @Field(() => GraphQLJSON, { nullable: true, description: 'The JSON the program printed as its last line.' })
+  result!: unknown;
+
+  @Field(() => [String], { description: 'URLs of the files it wrote, the first one being the target asset.' })
+  resultUrls!: string[];
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  @Field(() => Date, { nullable: true })
+  startedAt!: Date | null;
+
+  @Field(() => Date, { nullable: true })
+  finishedAt!: Date | null;
+
+  @Field(() => Date)
+  updatedAt!: Date;
+
+  /** The view of a job for clients; `baseUrl` is the CDN root result URLs hang off. */
+  static from(baseUrl: string) {
+    return (job: Job, status: Job['status'] = job.status): JobType =>
+      Object.assign(new JobType(), {
+        id: job.id,
+        deploymentId: job.deployment.id,
+        modelId: job.modelId,
+        status: status as JobStatusEnum,
+        executor: job.executor,
+        externalId: job.externalId,
+        command: job.argv,
+        container: job.container,
+        machineType: job.machineType,
+        machineCount: job.machineCount,
+        timeoutSeconds: job.timeoutSeconds,
+        exitCode: job.exitCode,
+        error: job.error,
+        logTail: job.logTail,
+        queueSeconds: job.queueSeconds,
+        runSeconds: job.runSeconds,
+        result: job.output?.result ?? null,
+        resultUrls: (job.output?.files ?? []).map((f) => baseUrl + f.mediaKey),
+        createdAt: job.createdAt,
+        startedAt: job.startedAt,
+        finishedAt: job.finishedAt,
+        updatedAt: job.updatedAt,
+      });
+  }
+
+  static fromUpdate(baseUrl: string) {
+    const view = JobType.from(baseUrl);
+    return (u: JobUpdate): JobType => view(u.job, u.status);
+  }
+}
+
+export const JobConnection = Connection(JobType, 'Job');
+
+@InputType()
+export class JobFilterInput {
+  @Field(() => JobStatusEnum, { nullable: true })
+  status?: JobStatusEnum | null;
+
+  @Field(() => ID, { nullable: true })
+  modelId?: string | null;
+}

@@ -1,0 +1,67 @@
+import type { TestApp } from './app';
+
+export const BUILTIN = {
+  thumbnail: 'ae6f879c-3158-422d-8c51-cc68c7a2bb17',
+  ocr: '4ff2afc2-2a33-4c29-afd5-025d011a58d9',
+  wordcount: '24f808bb-acac-408c-af81-0345d5e0a78d',
+};
+
+export const JOB_FIELDS =
+  'id status exitCode error logTail result resultUrls externalId runSeconds queueSeconds startedAt finishedAt command';
+
+export interface JobView {
+  id: string;
+  status: string;
+  exitCode: number | null;
+  error: string | null;
+  logTail: string;
+  result: unknown;
+  resultUrls: string[];
+  externalId: string | null;
+  runSeconds: number | null;
+  queueSeconds: number | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  command: string[];
+}
+
+/** Creates a deployment over GraphQL; answers the deployment id and its job id. */
+export async function deploy(
+  t: TestApp,
+  auth: string,
+  modelId: string,
+  args: Record<string, unknown>,
+  name = 'test run',
+): Promise<{ id: string; jobId: string; targetAssetId: string }> {
+  const res = await t.gql(
+    'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id targetAssetId job { id } } }',
+    { input: { name, modelId, args } },
+    auth,
+  );
+  if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+  const d = res.body.data.createDeployment;
+  return { id: d.id, jobId: d.job.id, targetAssetId: d.targetAssetId };
+}
+
+export async function jobOf(t: TestApp, auth: string, id: string): Promise<JobView> {
+  const res = await t.gql(`query ($id: ID!) { job(id: $id) { ${JOB_FIELDS} } }`, { id }, auth);
+  if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
+  return res.body.data.job;
+}
+
+/** Polls a job until `done` says so (by default: a terminal state). */
+export async function waitForJob(
+  t: TestApp,
+  auth: string,
+  id: string,
+  done: (j: JobView) => boolean = (j) => ['succeeded', 'failed', 'canceled'].includes(j.status.toLowerCase()),
+  timeoutMs = 60000,
+): Promise<JobView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await jobOf(t, auth, id);
+    if (done(job)) return job;
+    if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status}: ${JSON.stringify(job)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
