@@ -36,7 +36,7 @@ export class JobLive {
     // Listening before reading the current state, so no transition falls in between.
     const queue = this.queue<JobEvent>(CHANNELS.jobs, (e) => e.jobId === job.id);
     const now = (await this.jobs.byId(job.id)) ?? job;
-    return this.updates(queue, { job: now, status: now.status });
+    return this.updates(queue, { job: now, status: now.status }, (e) => isAfter(e, now));
   }
 
   /** The lines a job prints from now on. */
@@ -64,12 +64,17 @@ export class JobLive {
    * The job as stored when the event is read, showing the state of the event itself: a fast
    * job may be further along already, and every state must still be seen once.
    */
-  private updates(queue: EventQueue<JobEvent>, first?: JobUpdate): AsyncIterable<JobUpdate> {
+  private updates(
+    queue: EventQueue<JobEvent>,
+    first?: JobUpdate,
+    fresh: (e: JobEvent) => boolean = () => true,
+  ): AsyncIterable<JobUpdate> {
     const jobs = this.jobs;
     return (async function* () {
       try {
         if (first) yield first;
         for await (const event of queue) {
+          if (!fresh(event)) continue;
           const job = await jobs.byId(event.jobId);
           if (job) yield { job, status: event.status };
         }
@@ -78,4 +83,11 @@ export class JobLive {
       }
     })();
   }
+}
+
+/** Whether an event is news to a subscriber that was given `job` as its first state. */
+function isAfter(event: JobEvent, job: Job): boolean {
+  const at = new Date(event.at).getTime();
+  const seen = job.updatedAt.getTime();
+  return at > seen || (at === seen && event.status !== job.status);
 }

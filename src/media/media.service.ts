@@ -10,7 +10,7 @@ import { normaliseTags } from '../common/tags';
 import type { ByteRange, Storage } from '../storage/storage.port';
 import { MediaAsset, storageKey, type MediaType } from './media.entity';
 import { Meter, peekHead } from './media.meter';
-import { sanitiseFileName, sniff, SNIFF_BYTES } from './media.sniff';
+import { sanitiseFileName, sanitiseRelativePath, sniff, SNIFF_BYTES } from './media.sniff';
 
 export interface UploadInput {
   stream: Readable;
@@ -113,7 +113,8 @@ export class MediaService {
       ownerType: owner.type,
       ownerId: owner.id,
       type,
-      imageName: sanitiseFileName(input.filename),
+      // Outputs keep their place in the job's output folder; uploads keep only a file name.
+      imageName: job ? sanitiseRelativePath(input.filename ?? '') : sanitiseFileName(input.filename),
       extension,
       contentType,
     });

@@ -68,3 +68,12 @@ export function sanitiseFileName(name: string | undefined | null): string {
   const ext = path.extname(cleaned).slice(0, 16);
   return cleaned.slice(0, MAX_NAME - ext.length) + ext;
 }
+
+/** A relative path a job wrote (`sub/out.png`), each segment sanitised; `.` and `..` dropped. */
+export function sanitiseRelativePath(name: string): string {
+  const segments = name
+    .split(/[/\\]/)
+    .filter((s) => s && s !== '.' && s !== '..')
+    .map((s) => sanitiseFileName(s));
+  return segments.join('/').slice(-1024) || 'output';
+}
