@@ -26,6 +26,8 @@ export interface Runtime {
   app: App;
   /** The chat bridge's listener and processes, when the `bridge` role runs. */
   bridge: Bridge | null;
+  /** The job worker, when the `worker` role runs. */
+  runner: JobRunner | null;
   /**
    * Stops in reverse order of start: HTTP, bridge processes, running jobs and the job worker,
    * external connections, the event bus, the database pool, embedded PostgreSQL.
@@ -113,6 +115,7 @@ export async function startRuntime(
       services,
       app,
       bridge,
+      runner: openRunner ?? null,
       stop: async () => {
         clearInterval(sweeper);
         await Promise.all([app.close(), bridge?.close()]);
