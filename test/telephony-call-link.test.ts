@@ -244,8 +244,9 @@ describe('event socket connection', () => {
   });
 
   it('is closed when the service stops', async () => {
-    const app = await startTestApp(eslEnv(peer.port), { issuer: t.issuer });
+    // Counted before the start: the service may connect before startTestApp returns.
     const open = peer.openConnections;
+    const app = await startTestApp(eslEnv(peer.port), { issuer: t.issuer });
     await peer.waitUntil(() => peer.openConnections > open);
     await app.close();
     await peer.waitUntil(() => peer.openConnections === open);
