@@ -1,5 +1,6 @@
 import type { RestRoute } from './route';
 import { authRoutes } from './routes/auth.routes';
+import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
@@ -12,4 +13,5 @@ export const restRoutes: RestRoute[] = [
   ...mediaRoutes,
   ...modelRoutes,
   ...telephonyRoutes,
+  ...billingRoutes,
 ];

@@ -6,6 +6,7 @@ import { TeamResolver } from '../teams/team.resolver';
 import { TelephonyResolver } from '../telephony/telephony.resolver';
 import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
+import { BillingResolver } from '../billing/billing.resolver';
 import { AppError } from '../common/errors';
 import type { Services } from './services';
 
@@ -18,6 +19,7 @@ function resolverInstances(s: Services) {
     new MediaResolver(s.media),
     new ModelResolver(s.models),
     new TelephonyResolver(s.telephony),
+    new BillingResolver(s.billing),
   ];
 }
 
@@ -28,6 +30,7 @@ const resolverClasses = [
   MediaResolver,
   ModelResolver,
   TelephonyResolver,
+  BillingResolver,
 ] as const;
 
 export function buildAppSchema(services?: Services): GraphQLSchema {

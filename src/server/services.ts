@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyService } from '../auth/api-key.service';
+import { BillingService } from '../billing/billing.service';
 import { Authenticator } from '../auth/authenticator';
 import { LoginService } from '../auth/login.service';
 import { openIdClient } from '../auth/oidc.client';
@@ -48,7 +49,8 @@ export function createServices({ config, orm, verifier, storage, log }: ServiceD
   );
   const models = new ModelService(orm);
   const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
-  return { users, teams, apiKeys, authenticator, login, media, models, telephony };
+  const billing = new BillingService(orm, config.prices);
+  return { users, teams, apiKeys, authenticator, login, media, models, telephony, billing };
 }
 
 export type Services = ReturnType<typeof createServices>;
