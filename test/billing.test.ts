@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import type { Owner } from '../src/auth/principal';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, uploadFile } from './helpers/media';
+import { planOf } from './helpers/sql';
 
 /** Round prices, so that every amount below can be checked by hand. */
 const PRICES = `
@@ -25,6 +26,8 @@ let alice: string;
 let bob: string;
 let carol: string;
 let teamKey: string;
+/** SQL statements of the running app, while a test records them. */
+let recording: string[] | undefined;
 const owners: Record<'alice' | 'bob' | 'carol' | 'team', Owner> = {} as never;
 
 async function userOwner(auth: string): Promise<Owner> {
@@ -107,7 +110,10 @@ const cents = (values: string[]) => values.reduce((a, v) => a + Math.round(Numbe
 beforeAll(async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'billing-test-'));
   await writeFile(path.join(dir, 'prices.yaml'), PRICES);
-  t = await startTestApp({ PRICES_FILE: path.join(dir, 'prices.yaml') });
+  t = await startTestApp(
+    { PRICES_FILE: path.join(dir, 'prices.yaml') },
+    { onQuery: (sql) => recording?.push(sql) },
+  );
   pg = new Client({ connectionString: t.databaseUrl });
   await pg.connect();
   alice = `Bearer ${await t.tokenFor('alice')}`;
@@ -496,5 +502,55 @@ describe('storage ledger', () => {
       [500, true],
       [700, true],
     ]);
+  });
+});
+
+describe('at 100k jobs', () => {
+  it('answers from index scans, never a table scan, in a fixed number of statements', async () => {
+    const dave = `Bearer ${await t.tokenFor('dave')}`;
+    const owner = await userOwner(dave);
+    // 100k jobs of 20 owners over 2025 (1 in 100 longer than a day), 20k files.
+    await pg.query(
+      `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+       values ('00000000-0000-4000-8000-00000000000d', 'user', $1, 'bulk', gen_random_uuid(), '{}', gen_random_uuid(), now())`,
+      [owner.id],
+    );
+    await pg.query(
+      `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+         machine_type, machine_count, timeout_seconds, created_at, started_at, finished_at, run_seconds, updated_at)
+       select gen_random_uuid(), '00000000-0000-4000-8000-00000000000d', md5((i % 7)::text)::uuid, 'user',
+         case when i % 20 = 0 then $1::uuid else md5((i % 20)::text)::uuid end, 'succeeded', 'local', '[]', 'c',
+         'gpu', 1, 3600, s, s, s + d, extract(epoch from d), now()
+       from (select i, timestamptz '2025-01-01' + i * interval '5 minutes' as s,
+               case when i % 100 = 0 then interval '2 days' else interval '10 minutes' end as d
+             from generate_series(1, 100000) i) g`,
+      [owner.id],
+    );
+    await pg.query(
+      `insert into media_storage (asset_id, owner_type, owner_id, bytes, live_from, live_until)
+       select gen_random_uuid(), 'user', case when i % 20 = 0 then $1::uuid else md5((i % 20)::text)::uuid end,
+         1000, timestamptz '2025-01-01' + i * interval '20 minutes', case when i % 2 = 0 then timestamptz '2025-12-01' end
+       from generate_series(1, 20000) i`,
+      [owner.id],
+    );
+    await pg.query('analyze jobs; analyze media_storage');
+
+    recording = [];
+    const u = await graphUsage(dave, { from: '2025-06-01', to: '2025-06-30', granularity: 'DAY' });
+    const statements = recording.filter((s) => /from jobs|from media_storage/.test(s));
+    recording = undefined;
+    expect(u.series).toHaveLength(30);
+    // Dave's June: 432 jobs started in it (87 of two days, 6 of them cut at July 1) and 5 long
+    // ones from May 29-31: 345 x 600 + 81 x 172,800 + 500,400 + 432,000 seconds.
+    expect(u.items).toEqual([
+      { machineType: 'gpu', jobs: 437, seconds: '15136200', unitPrice: '0.001', amount: '15136.20' },
+    ]);
+    // the report (jobs, storage) and the series (jobs, storage)
+    expect(statements).toHaveLength(4);
+    for (const statement of statements) {
+      const plan = await planOf(t.databaseUrl, statement);
+      expect(plan).not.toMatch(/Seq Scan/);
+      expect(plan).toMatch(/jobs_billing_started_index|media_storage_(open|closed)_index/);
+    }
   });
 });

@@ -7,33 +7,41 @@ export const SECONDS_PER_MONTH = 730n * 3600n;
 /** Byte-seconds in a GB-month. */
 export const GB_MONTH = BYTES_PER_GB * SECONDS_PER_MONTH;
 
-/** The edge sums of one bucket (see `bucketSums`), weighted in weight x microseconds. */
-export interface EdgeSums {
-  bucket: number;
-  delta: bigint;
-  weighted: bigint;
+/** Intervals grouped by the buckets of their start and end (see `spanSums`), in microseconds. */
+export interface Span {
+  first: number;
+  last: number;
+  weight: bigint;
+  /** Sum of weight x microseconds from the window's start to each interval's start, and end. */
+  fromStart: bigint;
+  toEnd: bigint;
 }
 
 /**
- * Weight x microseconds per bucket. An interval open across a bucket contributes its weight
- * for the bucket's whole length; edges inside a bucket contribute up to the bucket's end
- * (a start adds, an end subtracts). Buckets past `asOf` are empty.
+ * Weight x microseconds per bucket, from intervals clipped to `[buckets[0].start, asOf)`. A group
+ * that starts and ends in one bucket adds its length there; otherwise it adds from its start to
+ * the end of its first bucket, the whole of the buckets between, and the start of its last
+ * bucket to its end. Buckets past `asOf` stay empty.
  */
-export function integrate(buckets: Period[], asOf: Date, sums: EdgeSums[]): bigint[] {
-  const delta = buckets.map(() => 0n);
-  const weighted = buckets.map(() => 0n);
-  for (const s of sums) {
-    delta[s.bucket - 1] += s.delta;
-    weighted[s.bucket - 1] += s.weighted;
+export function integrate(buckets: Period[], asOf: Date, spans: Span[]): bigint[] {
+  const origin = buckets[0].start.getTime();
+  const micros = (t: number) => BigInt(t - origin) * 1000n;
+  const starts = buckets.map((b) => micros(b.start.getTime()));
+  const ends = buckets.map((b) =>
+    micros(Math.min(b.end.getTime(), Math.max(asOf.getTime(), b.start.getTime()))),
+  );
+  const quantity = buckets.map(() => 0n);
+  for (const { first, last, weight, fromStart, toEnd } of spans) {
+    const [i, j] = [first - 1, last - 1];
+    if (i === j) {
+      quantity[i] += toEnd - fromStart;
+      continue;
+    }
+    quantity[i] += weight * ends[i] - fromStart;
+    for (let k = i + 1; k < j; k++) quantity[k] += weight * (ends[k] - starts[k]);
+    quantity[j] += toEnd - weight * starts[j];
   }
-  let running = 0n;
-  return buckets.map((b, i) => {
-    const end = Math.min(b.end.getTime(), asOf.getTime());
-    const length = BigInt(Math.max(0, end - b.start.getTime())) * 1000n;
-    const quantity = running * length + weighted[i];
-    running += delta[i];
-    return quantity;
-  });
+  return quantity;
 }
 
 /**

@@ -1,17 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ownerOf, type Principal } from '../auth/principal';
 import { Model } from '../models/model.entity';
-import { GB_MONTH, amountOf, integrate, type EdgeSums } from './billing.meter';
+import { GB_MONTH, amountOf, integrate, type Span } from './billing.meter';
 import { allocate, parseMicros, type Decimal } from './billing.money';
 import { bucketsOf, parsePeriod, type Granularity, type Period } from './billing.period';
 import { machinePrice, type PriceList } from './billing.prices';
 import {
-  bucketSums,
   jobIntervals,
+  spanSums,
   storageIntervals,
-  type BucketSumRow,
+  type SpanSumRow,
   type GroupKey,
-  type Statement,
   type Window,
 } from './billing.sql';
 
@@ -71,8 +70,8 @@ export interface ModelUsage {
   amount: bigint;
 }
 
-/** Rows of `bucketSums` with their numbers parsed; `weighted` in weight x microseconds. */
-type Sums = (EdgeSums & Pick<BucketSumRow, 'starts' | GroupKey>)[];
+/** Rows of `spanSums` with their numbers parsed. */
+type Sums = (Span & Pick<SpanSumRow, 'count' | GroupKey>)[];
 
 /**
  * Metered compute and storage of an owner, priced with the configured price list. Everything
@@ -91,14 +90,14 @@ export class BillingService {
     const period = parsePeriod(input, now);
     const w: Window = { owner: ownerOf(principal), start: period.start, asOf: min(period.end, now) };
     const [jobs, stored] = await Promise.all([
-      this.sums(jobIntervals(w), w, [period], ['machine_type', 'model_id']),
-      this.sums(storageIntervals(w), w, [period], []),
+      this.sums('jobs', w, [period], ['machine_type', 'model_id']),
+      this.sums('storage', w, [period]),
     ]);
     const { prices } = this;
     const facts = groupBy(jobs, (r) => `${r.machine_type} ${r.model_id}`).map((rows) => ({
       machineType: rows[0].machine_type!,
       modelId: rows[0].model_id!,
-      jobs: rows.reduce((n, r) => n + r.starts, 0),
+      jobs: rows.reduce((n, r) => n + r.count, 0),
       micros: integrate([period], w.asOf, rows)[0],
     }));
     const items = groupBy(facts, (f) => f.machineType)
@@ -136,8 +135,8 @@ export class BillingService {
   async series(report: UsageReport): Promise<UsageBucket[]> {
     const buckets = bucketsOf(report, report.granularity);
     const [jobs, stored] = await Promise.all([
-      this.sums(jobIntervals(report), report, buckets, ['machine_type']),
-      this.sums(storageIntervals(report), report, buckets, []),
+      this.sums('jobs', report, buckets, ['machine_type']),
+      this.sums('storage', report, buckets),
     ]);
     const series = buckets.map((b): UsageBucket => ({
       ...b,
@@ -197,13 +196,28 @@ export class BillingService {
     );
   }
 
-  /** Edge sums of `intervals` per bucket and key; nothing to sum before the window opens. */
-  private async sums(intervals: Statement, w: Window, buckets: Period[], keys: GroupKey[]): Promise<Sums> {
+  /**
+   * Job or file intervals summed per bucket and key; nothing before the window opens. Jobs have
+   * few distinct weights (machine counts), files as many as sizes.
+   */
+  private async sums(
+    what: 'jobs' | 'storage',
+    w: Window,
+    buckets: Period[],
+    keys: GroupKey[] = [],
+  ): Promise<Sums> {
     const starts = buckets.filter((b) => b.start < w.asOf).map((b) => b.start);
     if (!starts.length) return [];
-    const { text, values } = bucketSums(intervals, w, starts, keys);
-    const rows: BucketSumRow[] = await this.orm.em.getConnection().execute(text, values);
-    return rows.map((r) => ({ ...r, delta: BigInt(r.delta), weighted: parseMicros(r.weighted) }));
+    const jobs = what === 'jobs';
+    const intervals = jobs ? jobIntervals(w) : storageIntervals(w);
+    const { text, values } = spanSums(intervals, w, starts, keys, jobs);
+    const rows: SpanSumRow[] = await this.orm.em.getConnection().execute(text, values);
+    return rows.map((r) => ({
+      ...r,
+      weight: BigInt(r.weight),
+      fromStart: parseMicros(r.from_start),
+      toEnd: parseMicros(r.to_end),
+    }));
   }
 }
 

@@ -52,7 +52,7 @@ export interface Window {
 export function jobIntervals({ owner, start, asOf }: Window): Statement {
   const s = sql`${start.toISOString()}::timestamptz`;
   const e = sql`${asOf.toISOString()}::timestamptz`;
-  const columns = sql`machine_type, model_id::text as model_id, machine_count::bigint as weight,
+  const columns = sql`machine_type, model_id, machine_count::bigint as weight,
       greatest(started_at, ${s}) as a, least(coalesce(finished_at, ${e}), ${e}) as b`;
   return sql`
     select ${columns} from jobs
@@ -85,15 +85,18 @@ export function storageIntervals({ owner, start, asOf }: Window): Statement {
       and live_until > ${s} and live_from < ${e}`;
 }
 
-/** One row of `bucketSums` (numbers as PostgreSQL's text); `bucket` is 1-based. */
-export interface BucketSumRow {
-  bucket: number;
-  /** Intervals that begin in the bucket (for jobs: the jobs that ran, counted once). */
-  starts: number;
-  /** Change of the running weight across the bucket. */
-  delta: string;
-  /** Sum of weight x seconds from each interval edge in the bucket to the bucket's end. */
-  weighted: string;
+/** One row of `spanSums` (numbers as PostgreSQL's text). */
+export interface SpanSumRow {
+  /** 1-based buckets of the intervals' starts and ends. */
+  first: number;
+  last: number;
+  /** How many intervals (for jobs: jobs that ran in the window, each counted once). */
+  count: number;
+  /** Sum of their weights. */
+  weight: string;
+  /** Sums of weight x seconds from the window's start to each interval's start and end. */
+  from_start: string;
+  to_end: string;
   machine_type?: string;
   model_id?: string;
 }
@@ -102,29 +105,34 @@ export interface BucketSumRow {
 export type GroupKey = 'machine_type' | 'model_id';
 
 /**
- * Turns intervals into edges (+weight at `a`, -weight at `b` when it ends inside the window) and
- * sums them per bucket and key. With `bucketStarts` (ascending, the first the window's start,
- * all before `asOf`), weight x time per bucket is `running weight x bucket length + weighted`
- * (see `integrate`): one pass over the rows, however many buckets a long interval spans.
+ * Sums intervals per group of (`keys`, bucket of the start, bucket of the end). `bucketStarts`
+ * are ascending, the first is the window's start, all are before `asOf`. That is all
+ * `integrate` needs to spread weight x time over the buckets, however many a long interval spans.
+ * With `fewWeights` (machine counts) intervals are summed per weight and multiplied once per
+ * group, in exact integer interval arithmetic; otherwise (bytes) each row is multiplied.
  */
-export function bucketSums(
+export function spanSums(
   intervals: Statement,
   w: Window,
   bucketStarts: Date[],
   keys: GroupKey[],
+  fewWeights: boolean,
 ): Statement {
-  const e = sql`${w.asOf.toISOString()}::timestamptz`;
+  const s = sql`${w.start.toISOString()}::timestamptz`;
   const bounds = sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
-  const k = raw(keys.map((key) => `${key}, `).join(''));
+  const columns = raw(
+    keys.map((k) => (k === 'model_id' ? 'model_id::text as model_id, ' : `${k}, `)).join(''),
+  );
+  const groups = raw([...keys, ...(fewWeights ? ['weight'] : []), 'first', 'last'].join(', '));
+  const sums = fewWeights
+    ? sql`(count(*) * weight)::text as weight,
+        (weight * extract(epoch from sum(a - ${s})))::text as from_start,
+        (weight * extract(epoch from sum(b - ${s})))::text as to_end`
+    : sql`sum(weight)::text as weight,
+        sum(weight * extract(epoch from a - ${s}))::text as from_start,
+        sum(weight * extract(epoch from b - ${s}))::text as to_end`;
   return sql`
-    with iv as (${intervals}),
-    edges as (
-      select ${k}a as t, weight as d, 1 as n from iv
-      union all
-      select ${k}greatest(a, b) as t, -weight as d, 0 as n from iv where b < ${e}
-    ),
-    bucketed as (select width_bucket(t, ${bounds}) as bucket, * from edges)
-    select ${k}bucket, sum(n)::int as starts, sum(d)::text as delta,
-      sum(d * extract(epoch from coalesce((${bounds})[bucket + 1], ${e}) - t))::text as weighted
-    from bucketed group by ${k}bucket`;
+    select ${columns}width_bucket(a, ${bounds}) as first, width_bucket(b, ${bounds}) as last,
+      count(*)::int as count, ${sums}
+    from (${intervals}) iv group by ${groups}`;
 }
