@@ -104,6 +104,23 @@ async function graphUsage(auth: string, variables: Record<string, string>) {
   return res.body.data.usage;
 }
 
+const in2025 = (time: string | null) => time && `2025-${time}Z`;
+
+/** machine type, machines, status, start and end in 2025 (UTC), model: machine-seconds in October */
+const ALICE_JOBS: [string, number, JobFixture['status'], string | null, string | null, string][] = [
+  ['gpu', 2, 'succeeded', '10-10T10:00:00', '10-10T11:00:00', THUMBNAIL], // 2 x 3600
+  ['cpu', 1, 'succeeded', '10-11T00:00:00', '10-11T00:20:50', THUMBNAIL], // 1250
+  ['cpu', 1, 'canceled', '10-12T00:00:00', '10-12T00:10:00', GONE_MODEL], // 600: canceled while running
+  ['cpu', 1, 'canceled', null, '10-12T01:00:00', GONE_MODEL], // never ran: free
+  ['gpu', 1, 'failed', '10-13T00:00:00', '10-13T00:05:00', GONE_MODEL], // 300: failed while running
+  ['gpu', 1, 'failed', null, '10-13T01:00:00', GONE_MODEL], // never ran: free
+  ['gpu', 1, 'succeeded', '09-30T23:00:00', '10-01T01:00:00', THUMBNAIL], // 3600 of its 7200
+  ['cpu', 4, 'succeeded', '10-31T23:30:00', '11-01T00:30:00', GONE_MODEL], // 4 x 1800 of its 4 x 3600
+  ['tpu', 1, 'succeeded', '10-20T00:00:00', '10-20T00:16:40', GONE_MODEL], // 1000 at the default price
+  ['gpu', 1, 'succeeded', '10-25T00:00:00', '10-28T00:00:00', THUMBNAIL], // 3 days
+  ['gpu', 1, 'running', '10-31T22:00:00', null, THUMBNAIL], // still running: 7200
+];
+
 /** Sum of decimal strings with two decimals, in cents. */
 const cents = (values: string[]) => values.reduce((a, v) => a + Math.round(Number(v) * 100), 0);
 
@@ -132,89 +149,19 @@ beforeAll(async () => {
   teamKey = key.body.token;
 
   // Alice's October 2025 (gpu 0.001, cpu 0.0001, anything else 0.0005 per machine-second).
-  const a = owners.alice;
-  await insertJob({
-    owner: a,
-    machineType: 'gpu',
-    count: 2,
-    status: 'succeeded',
-    start: '2025-10-10T10:00:00Z',
-    end: '2025-10-10T11:00:00Z',
-  }); // 7200
-  await insertJob({
-    owner: a,
-    machineType: 'cpu',
-    status: 'succeeded',
-    start: '2025-10-11T00:00:00Z',
-    end: '2025-10-11T00:20:50Z',
-  }); // 1250
-  await insertJob({
-    owner: a,
-    machineType: 'cpu',
-    status: 'canceled',
-    start: '2025-10-12T00:00:00Z',
-    end: '2025-10-12T00:10:00Z',
-    modelId: GONE_MODEL,
-  }); // 600: canceled while running
-  await insertJob({
-    owner: a,
-    machineType: 'cpu',
-    status: 'canceled',
-    start: null,
-    end: '2025-10-12T01:00:00Z',
-    modelId: GONE_MODEL,
-  }); // never ran: free
-  await insertJob({
-    owner: a,
-    machineType: 'gpu',
-    status: 'failed',
-    start: '2025-10-13T00:00:00Z',
-    end: '2025-10-13T00:05:00Z',
-    modelId: GONE_MODEL,
-  }); // 300: failed while running
-  await insertJob({
-    owner: a,
-    machineType: 'gpu',
-    status: 'failed',
-    start: null,
-    end: '2025-10-13T01:00:00Z',
-    modelId: GONE_MODEL,
-  }); // never ran: free
-  await insertJob({
-    owner: a,
-    machineType: 'gpu',
-    status: 'succeeded',
-    start: '2025-09-30T23:00:00Z',
-    end: '2025-10-01T01:00:00Z',
-  }); // 3600 of 7200 in October
-  await insertJob({
-    owner: a,
-    machineType: 'cpu',
-    count: 4,
-    status: 'succeeded',
-    start: '2025-10-31T23:30:00Z',
-    end: '2025-11-01T00:30:00Z',
-    modelId: GONE_MODEL,
-  }); // 4 x 1800 in October
-  await insertJob({
-    owner: a,
-    machineType: 'tpu',
-    status: 'succeeded',
-    start: '2025-10-20T00:00:00Z',
-    end: '2025-10-20T00:16:40Z',
-    modelId: GONE_MODEL,
-  }); // 1000 at the default price
-  await insertJob({
-    owner: a,
-    machineType: 'gpu',
-    status: 'succeeded',
-    start: '2025-10-25T00:00:00Z',
-    end: '2025-10-28T00:00:00Z',
-  }); // 3 days
-  await insertJob({ owner: a, machineType: 'gpu', status: 'running', start: '2025-10-31T22:00:00Z' }); // still running: 7200 in October
+  for (const [machineType, count, status, start, end, modelId] of ALICE_JOBS)
+    await insertJob({
+      owner: owners.alice,
+      machineType,
+      count,
+      status,
+      start: in2025(start),
+      end: in2025(end),
+      modelId,
+    });
   // 2 GB kept all month, 1 GB for half of it.
-  await insertStorage(a, 2e9, '2025-09-01T00:00:00Z', null);
-  await insertStorage(a, 1e9, '2025-10-01T00:00:00Z', '2025-10-16T12:00:00Z');
+  await insertStorage(owners.alice, 2e9, '2025-09-01T00:00:00Z', null);
+  await insertStorage(owners.alice, 1e9, '2025-10-01T00:00:00Z', '2025-10-16T12:00:00Z');
 
   // The team's, which Alice's user token must not see (nor the team Alice's).
   await insertJob({

@@ -82,11 +82,10 @@ export class BillingService {
   constructor(
     private readonly orm: MikroORM,
     private readonly prices: PriceList,
-    private readonly clock: () => Date = () => new Date(),
   ) {}
 
   async usage(principal: Principal, input: UsageInput): Promise<UsageReport> {
-    const now = this.clock();
+    const now = new Date();
     const period = parsePeriod(input, now);
     const w: Window = { owner: ownerOf(principal), start: period.start, asOf: min(period.end, now) };
     const [jobs, stored] = await Promise.all([
@@ -94,7 +93,7 @@ export class BillingService {
       this.sums('storage', w, [period]),
     ]);
     const { prices } = this;
-    const facts = groupBy(jobs, (r) => `${r.machine_type} ${r.model_id}`).map((rows) => ({
+    const facts = groupBy(jobs, (r) => JSON.stringify([r.machine_type, r.model_id])).map((rows) => ({
       machineType: rows[0].machine_type!,
       modelId: rows[0].model_id!,
       jobs: rows.reduce((n, r) => n + r.count, 0),
@@ -187,9 +186,10 @@ export class BillingService {
         byModel.set(f.modelId, m);
       });
     }
-    const models = await this.orm.em
-      .fork()
-      .find(Model, { id: { $in: [...byModel.keys()] } }, { fields: ['id', 'name'] });
+    const ids = [...byModel.keys()];
+    const models = ids.length
+      ? await this.orm.em.fork().find(Model, { id: { $in: ids } }, { fields: ['id', 'name'] })
+      : [];
     for (const model of models) byModel.get(model.id)!.name = model.name;
     return [...byModel.values()].sort(
       (a, b) => cmp(b.amount, a.amount) || cmp(b.micros, a.micros) || (a.modelId < b.modelId ? -1 : 1),

@@ -34,7 +34,8 @@ function isStatement(v: unknown): v is Statement {
 
 /**
  * Billing reads each job and each stored file as an interval: a weight (machines, bytes) over
- * `[a, b)`, clipped to the period `[start, asOf)`. Both queries keep their index scans bounded.
+ * `[a, b)`, clipped to the window `[start, asOf)`; `b` is never before `a`, even if clocks of
+ * two processes disagreed about a start and an end.
  */
 export interface Window {
   owner: Owner;
@@ -53,7 +54,8 @@ export function jobIntervals({ owner, start, asOf }: Window): Statement {
   const s = sql`${start.toISOString()}::timestamptz`;
   const e = sql`${asOf.toISOString()}::timestamptz`;
   const columns = sql`machine_type, model_id, machine_count::bigint as weight,
-      greatest(started_at, ${s}) as a, least(coalesce(finished_at, ${e}), ${e}) as b`;
+      greatest(started_at, ${s}) as a,
+      greatest(least(coalesce(finished_at, ${e}), ${e}), started_at, ${s}) as b`;
   return sql`
     select ${columns} from jobs
     where owner_type = ${owner.type} and owner_id = ${owner.id} and started_at is not null
@@ -75,7 +77,8 @@ export function jobIntervals({ owner, start, asOf }: Window): Statement {
 export function storageIntervals({ owner, start, asOf }: Window): Statement {
   const s = sql`${start.toISOString()}::timestamptz`;
   const e = sql`${asOf.toISOString()}::timestamptz`;
-  const columns = sql`bytes as weight, greatest(live_from, ${s}) as a, least(coalesce(live_until, ${e}), ${e}) as b`;
+  const columns = sql`bytes as weight, greatest(live_from, ${s}) as a,
+      greatest(least(coalesce(live_until, ${e}), ${e}), live_from, ${s}) as b`;
   return sql`
     select ${columns} from media_storage
     where owner_type = ${owner.type} and owner_id = ${owner.id} and live_until is null and live_from < ${e}
