@@ -1,8 +1,9 @@
 /** `npm run bench -- <name>`: runs one benchmark of bench/ and prints its ratios. */
 import 'reflect-metadata';
+import * as billing from './billing.bench';
 import * as media from './media.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { media };
+const benchmarks: Record<string, { run(): Promise<void> }> = { media, billing };
 
 async function main() {
   const name = process.argv[2];

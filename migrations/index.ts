@@ -7,6 +7,7 @@ import { Migration20261122212250_login } from './Migration20261122212250_login';
 import { Migration20261122213443_chat_bridge } from './Migration20261122213443_chat_bridge';
 import { Migration20261122215726_jobs } from './Migration20261122215726_jobs';
 import { Migration20261122220235_job_outputs } from './Migration20261122220235_job_outputs';
+import { Migration20261122220821_billing } from './Migration20261122220821_billing';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -17,4 +18,5 @@ export const migrationsList = [
   { name: 'Migration20261122213443_chat_bridge', class: Migration20261122213443_chat_bridge },
   { name: 'Migration20261122215726_jobs', class: Migration20261122215726_jobs },
   { name: 'Migration20261122220235_job_outputs', class: Migration20261122220235_job_outputs },
+  { name: 'Migration20261122220821_billing', class: Migration20261122220821_billing },
 ];

@@ -1,6 +1,7 @@
 import type { RestRoute } from './route';
 import { authRoutes } from './routes/auth.routes';
 import { jobRoutes } from './routes/jobs.routes';
+import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
@@ -14,4 +15,5 @@ export const restRoutes: RestRoute[] = [
   ...modelRoutes,
   ...telephonyRoutes,
   ...jobRoutes,
+  ...billingRoutes,
 ];

@@ -1,4 +1,7 @@
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os, { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { DEFAULT_PRICES } from './billing/billing.prices';
 import { ConfigError, loadConfig } from './config';
 
 describe('loadConfig', () => {
@@ -257,6 +260,42 @@ describe('loadConfig', () => {
       expect(c.dendriteBin).toBe(process.execPath);
       expect(() => loadConfig({ DENDRITE_BIN: '/nonexistent/dendrite' })).toThrow(/DENDRITE_BIN/);
       expect(() => loadConfig({ MATTERBRIDGE_BIN: __filename })).toThrow(/MATTERBRIDGE_BIN/);
+    });
+  });
+
+  describe('billing', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'prices-'));
+    const file = (name: string, text: string) => {
+      const f = path.join(dir, name);
+      writeFileSync(f, text);
+      return f;
+    };
+
+    it('uses the built-in price list without PRICES_FILE', () => {
+      expect(loadConfig({}).prices).toBe(DEFAULT_PRICES);
+    });
+
+    it('reads PRICES_FILE as YAML or JSON', () => {
+      const yaml = file(
+        'p.yaml',
+        'currency: EUR\nper_machine_second: {default: 0.001}\nstorage_per_gb_month: 0.1\n',
+      );
+      expect(loadConfig({ PRICES_FILE: yaml }).prices).toMatchObject({ currency: 'EUR', minorDigits: 2 });
+      const json = file(
+        'p.json',
+        JSON.stringify({ currency: 'JPY', per_machine_second: { default: '1' }, storage_per_gb_month: '5' }),
+      );
+      expect(loadConfig({ PRICES_FILE: json }).prices).toMatchObject({ currency: 'JPY', minorDigits: 0 });
+    });
+
+    it('fails fast naming PRICES_FILE and the problem', () => {
+      expect(() => loadConfig({ PRICES_FILE: path.join(dir, 'missing.yaml') })).toThrow(
+        /PRICES_FILE: cannot read ".*missing.yaml" \(ENOENT\)/,
+      );
+      const bad = file('bad.yaml', 'currency: USD\nper_machine_second: {gpu: 1}\nstorage_per_gb_month: 1\n');
+      expect(() => loadConfig({ PRICES_FILE: bad })).toThrow(
+        /PRICES_FILE: ".*bad.yaml": per_machine_second.default: required/,
+      );
     });
   });
 });

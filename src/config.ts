@@ -1,6 +1,7 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import { DEFAULT_PRICES, parsePriceList, type PriceList } from './billing/billing.prices';
 
 /** The one place that reads process.env. Everything else receives a frozen Config. */
 
@@ -79,6 +80,8 @@ export interface Config {
   bridgeLoginMaxFailures: number;
   bridgeLoginMaxFailuresPerIp: number;
   bridgeLoginWindowSeconds: number;
+  /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
+  prices: PriceList;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -232,6 +235,19 @@ class Parser {
     return key;
   }
 
+  /** A price list file (JSON or YAML, docs/billing.md); unset: the built-in one. */
+  prices(name: string): PriceList {
+    const file = this.raw(name);
+    if (file === undefined) return DEFAULT_PRICES;
+    try {
+      return parsePriceList(readFileSync(file, 'utf8'));
+    } catch (err) {
+      const { code, message } = err as NodeJS.ErrnoException;
+      this.problems.push(`${name}: ${code ? `cannot read "${file}" (${code})` : `"${file}": ${message}`}`);
+      return DEFAULT_PRICES;
+    }
+  }
+
   list(name: string): string[] {
     return (this.raw(name) ?? '')
       .split(',')
@@ -361,6 +377,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailures: p.int('BRIDGE_LOGIN_MAX_FAILURES', 5, 1, 1000),
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
+    prices: p.prices('PRICES_FILE'),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);

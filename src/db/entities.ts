@@ -15,6 +15,7 @@ import { User } from '../users/user.entity';
 import { Deployment } from '../deployments/deployment.entity';
 import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
+import { MediaStorageInterval } from '../billing/billing.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -42,4 +43,5 @@ export const entities = [
   DendriteInstance,
   Matterbridge,
   LoginFailure,
+  MediaStorageInterval,
 ];

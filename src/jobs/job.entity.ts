@@ -25,6 +25,15 @@ export interface JobInput {
 @Index({ properties: ['ownerType', 'ownerId', 'status'] })
 @Index({ properties: ['modelId'] })
 @Index({ properties: ['deployment'] })
+// Billing (src/billing/billing.sql.ts): jobs shorter than a day by start, longer and running ones apart.
+@Index({
+  name: 'jobs_billing_started_index',
+  expression: `create index "jobs_billing_started_index" on "jobs" ("owner_type", "owner_id", "started_at") include ("finished_at", "machine_type", "machine_count", "model_id") where "started_at" is not null`,
+})
+@Index({
+  name: 'jobs_billing_long_index',
+  expression: `create index "jobs_billing_long_index" on "jobs" ("owner_type", "owner_id", "started_at") include ("finished_at", "machine_type", "machine_count", "model_id") where "started_at" is not null and ("finished_at" is null or "finished_at" - "started_at" >= interval '1 day')`,
+})
 @Index({
   name: 'jobs_unfinished_index',
   expression: `create index "jobs_unfinished_index" on "jobs" ("worker_id") where "status" in ('starting', 'running')`,

@@ -8,6 +8,7 @@ import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
 import { DeploymentResolver } from '../deployments/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
+import { BillingResolver } from '../billing/billing.resolver';
 import { AppError } from '../common/errors';
 import type { Services } from './services';
 
@@ -22,6 +23,7 @@ function resolverInstances(s: Services) {
     new TelephonyResolver(s.telephony),
     new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
+    new BillingResolver(s.billing),
   ];
 }
 
@@ -34,6 +36,7 @@ const resolverClasses = [
   TelephonyResolver,
   DeploymentResolver,
   JobResolver,
+  BillingResolver,
 ] as const;
 
 /**

@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyService } from '../auth/api-key.service';
+import { BillingService } from '../billing/billing.service';
 import { Authenticator } from '../auth/authenticator';
 import { LoginService } from '../auth/login.service';
 import { openIdClient } from '../auth/oidc.client';
@@ -56,7 +57,21 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const jobs = new JobService(orm);
   const deployments = new DeploymentService(orm, config, models, media);
   const live = new JobLive(bus, jobs);
-  return { users, teams, apiKeys, authenticator, login, media, models, telephony, jobs, deployments, live };
+  const billing = new BillingService(orm, config.prices);
+  return {
+    users,
+    teams,
+    apiKeys,
+    authenticator,
+    login,
+    media,
+    models,
+    telephony,
+    jobs,
+    deployments,
+    live,
+    billing,
+  };
 }
 
 export type Services = ReturnType<typeof createServices>;

@@ -1,0 +1,50 @@
+import { BigIntType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+import type { OwnerType } from '../auth/principal';
+
+/**
+ * The storage ledger: one row per span of time a media asset was live with a given size, so
+ * storage can be billed over any past period although deleted assets lose their row. Written
+ * only by the `media_storage_ledger` trigger on `media_assets` (migration `billing`), in the
+ * statement that turns an asset live, resizes it, hides it for deletion or deletes it: every
+ * code path (uploads, job outputs, the sweeper, plain SQL) keeps it, and none has to remember.
+ */
+@Entity({ tableName: 'media_storage' })
+@Index({
+  name: 'media_storage_open_index',
+  expression:
+    'create index "media_storage_open_index" on "media_storage" ("owner_type", "owner_id", "live_from") include ("bytes") where "live_until" is null',
+})
+@Index({
+  name: 'media_storage_closed_index',
+  expression:
+    'create index "media_storage_closed_index" on "media_storage" ("owner_type", "owner_id", "live_until") include ("live_from", "bytes") where "live_until" is not null',
+})
+@Index({
+  name: 'media_storage_asset_open_unique',
+  expression:
+    'create unique index "media_storage_asset_open_unique" on "media_storage" ("asset_id") where "live_until" is null',
+})
+export class MediaStorageInterval {
+  @PrimaryKey({ type: 'bigint', autoincrement: true })
+  id!: string;
+
+  /** No foreign key: the asset's row goes, its history stays. */
+  @Property({ type: 'uuid' })
+  assetId!: string;
+
+  @Property({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @Property({ type: 'uuid' })
+  ownerId!: string;
+
+  @Property({ type: new BigIntType('number') })
+  bytes!: number;
+
+  @Property({ type: 'datetime' })
+  liveFrom!: Date;
+
+  /** Null while the asset is live. */
+  @Property({ type: 'datetime', nullable: true })
+  liveUntil: Date | null = null;
+}
