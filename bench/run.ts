@@ -1,9 +1,10 @@
 /** `npm run bench -- <name>`: runs one benchmark of bench/ and prints its ratios. */
 import 'reflect-metadata';
 import * as billing from './billing.bench';
+import * as jobs from './jobs.bench';
 import * as media from './media.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { media, billing };
+const benchmarks: Record<string, { run(): Promise<void> }> = { media, jobs, billing };
 
 async function main() {
   const name = process.argv[2];

@@ -8,12 +8,12 @@ import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
-import { Job, JobTransition, type JobInput } from '../jobs/job.entity';
+import { Job, type JobInput } from '../jobs/job.entity';
 import type { JobEvent } from '../jobs/job.service';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
-import { incrementRunCount, type ModelService } from '../models/model.service';
+import { RUN_COUNT_INCREMENT, type ModelService } from '../models/model.service';
 import { validateName } from '../teams/team.service';
 import { User } from '../users/user.entity';
 import { checkArgs } from './deployment.args';
@@ -42,9 +42,9 @@ export class DeploymentService {
   }
 
   /**
-   * Validates the arguments against the model, builds the command, and in one transaction
-   * records the deployment and its queued job, counts the run and enqueues the dispatch.
-   * Any failure creates nothing.
+   * Validates the arguments against the model, builds the command, and in one statement records
+   * the deployment and its queued job, counts the run and enqueues the dispatch. Any failure
+   * creates nothing.
    */
   async create(
     principal: Principal,
@@ -80,47 +80,85 @@ export class DeploymentService {
     }
 
     const owner = ownerOf(principal);
-    return this.orm.em.fork().transactional(async (tx) => {
-      const deployment = tx.create(Deployment, {
-        ownerType: owner.type,
-        ownerId: owner.id,
-        name,
-        modelId: model.id,
-        args: values,
-        sourceAssetId: files[0]?.mediaId ?? null,
-      });
-      const job = tx.create(Job, {
-        id: jobId,
-        deployment,
-        modelId: model.id,
-        ownerType: owner.type,
-        ownerId: owner.id,
-        executor: this.config.executor,
-        argv,
-        inputs,
-        container: model.container,
-        machineType: model.machineType,
-        machineCount: model.machineCount,
-        timeoutSeconds: model.timeoutSeconds,
-      });
-      tx.create(JobTransition, { job, fromStatus: null, toStatus: 'queued', at: job.createdAt });
-      await tx.flush();
-      await incrementRunCount(tx, model.id);
-      const event: JobEvent = {
-        jobId,
-        ownerType: owner.type,
-        ownerId: owner.id,
-        status: 'queued',
-        from: null,
-        at: job.createdAt.toISOString(),
-      };
-      // Enqueued in the same transaction: a job is dispatched if and only if it was created.
-      await tx.execute(
-        `select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5), pg_notify(?, ?)`,
-        [DISPATCH_TASK, jobId, CHANNELS.jobs, JSON.stringify(event)],
-      );
-      return { deployment, job };
+    // Built by the ORM (ids and defaults live in the entities), written below in one statement.
+    const em = this.orm.em.fork();
+    const deployment = em.create(Deployment, {
+      ownerType: owner.type,
+      ownerId: owner.id,
+      name,
+      modelId: model.id,
+      args: values,
+      sourceAssetId: files[0]?.mediaId ?? null,
     });
+    const job = em.create(Job, {
+      id: jobId,
+      deployment,
+      modelId: model.id,
+      ownerType: owner.type,
+      ownerId: owner.id,
+      executor: this.config.executor,
+      argv,
+      inputs,
+      container: model.container,
+      machineType: model.machineType,
+      machineCount: model.machineCount,
+      timeoutSeconds: model.timeoutSeconds,
+    });
+    const event: JobEvent = {
+      jobId,
+      ownerType: owner.type,
+      ownerId: owner.id,
+      status: 'queued',
+      from: null,
+      at: job.createdAt.toISOString(),
+    };
+    // The service's hottest write, in one round trip and atomically: the deployment, its queued
+    // job and first transition, the model's run count, the dispatch task (so a job is dispatched
+    // if and only if it was created) and the `queued` event (sent on commit).
+    await em.execute(
+      `with d as (
+         insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id, created_at)
+         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning id),
+       j as (
+         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
+                           container, machine_type, machine_count, timeout_seconds, log_tail, created_at, updated_at)
+         select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, '', ?, ? from d returning id),
+       t as (insert into job_transitions (job_id, from_status, to_status, at) select id, null, 'queued', ? from j),
+       m as (${RUN_COUNT_INCREMENT}),
+       q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5))
+       select pg_notify(?, ?) from j, q`,
+      [
+        deployment.id,
+        owner.type,
+        owner.id,
+        name,
+        model.id,
+        JSON.stringify(values),
+        deployment.sourceAssetId,
+        deployment.targetAssetId,
+        deployment.createdAt,
+        jobId,
+        model.id,
+        owner.type,
+        owner.id,
+        job.executor,
+        JSON.stringify(argv),
+        JSON.stringify(inputs),
+        job.container,
+        job.machineType,
+        job.machineCount,
+        job.timeoutSeconds,
+        job.createdAt,
+        job.updatedAt,
+        job.createdAt,
+        model.id,
+        DISPATCH_TASK,
+        jobId,
+        CHANNELS.jobs,
+        JSON.stringify(event),
+      ],
+    );
+    return { deployment, job };
   }
 
   async list(principal: Principal, args: PageArgs): Promise<Page<Deployment>> {

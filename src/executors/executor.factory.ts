@@ -10,13 +10,16 @@ import { LocalExecutor } from './local.executor';
  * development from source).
  */
 export function builtinPrograms(): Record<string, string[]> {
+  return { 'media-demo': nodeProgram(path.join('demo-models', 'media-demo')) };
+}
+
+/** How to run one of the service's own programs (`src/<name>`): compiled, or from source via swc. */
+function nodeProgram(name: string): string[] {
   const compiled = path.extname(__filename) === '.js';
-  const script = path.join(__dirname, '..', 'demo-models', `media-demo${compiled ? '.js' : '.ts'}`);
-  return {
-    'media-demo': compiled
-      ? [process.execPath, script]
-      : [process.execPath, '-r', require.resolve('@swc-node/register'), script],
-  };
+  const script = path.join(__dirname, '..', `${name}${compiled ? '.js' : '.ts'}`);
+  return compiled
+    ? [process.execPath, script]
+    : [process.execPath, '-r', require.resolve('@swc-node/register'), script];
 }
 
 /** The executor the configuration names (only `local` exists so far; config refuses the others). */
@@ -25,6 +28,7 @@ export function createExecutor(config: Config, log: Logger): Executor {
     concurrency: config.localExecutorConcurrency,
     path: config.localExecutorPath,
     programs: builtinPrograms(),
+    launcher: nodeProgram(path.join('executors', 'launcher')),
     log,
   });
 }

@@ -21,8 +21,8 @@ export interface JobExit {
   /** Null when the process was killed by a signal. */
   exitCode: number | null;
   signal: string | null;
-  /** Set when the executor ended the job itself (timeout, cancel). */
-  reason: 'timeout' | 'canceled' | null;
+  /** Set when the executor ended the job itself (timeout, cancel) or lost track of it. */
+  reason: 'timeout' | 'canceled' | 'lost' | null;
 }
 
 export interface RunningJob {

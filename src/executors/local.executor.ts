@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
 import type { Logger } from '../common/logger';
 import type { Executor, JobExit, JobSpec, LogStream, RunningJob } from './executor.port';
+import type { LauncherMessage, SpawnRequest } from './launcher';
 
 export interface LocalExecutorOptions {
   concurrency: number;
@@ -10,6 +10,8 @@ export interface LocalExecutorOptions {
   path: string;
   /** Program names resolved by the service itself (`media-demo` -> node + its script). */
   programs: Record<string, string[]>;
+  /** The command that starts the launcher (launcher.ts). */
+  launcher: string[];
   log: Logger;
   /** Time between SIGTERM and SIGKILL when a job is stopped. */
   killGraceMs?: number;
@@ -20,20 +22,51 @@ export const MAX_LINE = 8192;
 /** Environment marker that ties a process (and its children) to its job, across restarts. */
 export const JOB_ENV = 'MEDIA_JOB_ID';
 
+/** Splits text chunks into lines (without the newline); a line is cut at MAX_LINE. */
+export class LineSplitter {
+  private partial = '';
+
+  constructor(private readonly onLine: (line: string) => void) {}
+
+  push(chunk: string): void {
+    let text = this.partial + chunk;
+    let nl: number;
+    while ((nl = text.indexOf('\n')) !== -1) {
+      this.onLine(text.slice(0, Math.min(nl, MAX_LINE)).replace(/\r$/, ''));
+      text = text.slice(nl + 1);
+    }
+    // A line longer than MAX_LINE keeps only its start; the rest is dropped up to the newline.
+    this.partial = text.length > MAX_LINE ? text.slice(0, MAX_LINE) : text;
+  }
+
+  end(): void {
+    if (this.partial) this.onLine(this.partial);
+    this.partial = '';
+  }
+}
+
 interface Running {
-  child: ChildProcess;
+  /** The launcher that started it; if that one dies, so does the job. */
+  launcher: ChildProcess | null;
+  pid: number | null;
   reason: JobExit['reason'];
-  stop(reason: 'timeout' | 'canceled'): void;
+  lines: Record<LogStream, LineSplitter>;
+  spawned: { resolve: (pid: number) => void; reject: (err: Error) => void };
+  end: (exit: JobExit) => void;
   finished: Promise<JobExit>;
 }
 
 /**
- * Runs each job as a child process of this service, in its own process group, with a minimal
- * environment (no service secrets), its work directory as cwd and HOME, a timeout that stops the
- * whole group, and at most `concurrency` jobs at once.
+ * Runs each job as a process on this host, in its own process group, with a minimal environment
+ * (no service secrets), its work directory as cwd and HOME, a timeout that stops the whole group,
+ * and at most `concurrency` jobs at once. Processes are started by the launcher (launcher.ts), a
+ * small resident process, because forking the service itself is slow; the service stops a job by
+ * signalling its process group directly.
  */
 export class LocalExecutor implements Executor {
   readonly name = 'local';
+  private launcher: ChildProcess | null = null;
+  /** By job id. */
   private readonly running = new Map<string, Running>();
   private active = 0;
   private readonly waiters: (() => void)[] = [];
@@ -44,70 +77,65 @@ export class LocalExecutor implements Executor {
     await this.acquire();
     const [program, ...args] = spec.argv;
     const [command, ...prefix] = this.opts.programs[program] ?? [program];
-    let child: ChildProcess;
-    try {
-      child = spawn(command, [...prefix, ...args], {
-        cwd: spec.workDir,
-        detached: true, // its own process group, so the whole tree can be stopped
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          PATH: this.opts.path,
-          HOME: spec.workDir,
-          TMPDIR: spec.workDir,
-          LANG: 'C.UTF-8',
-          ...spec.env,
-          OUTPUT_DIR: spec.outputDir,
-          [JOB_ENV]: spec.jobId,
-        },
-      });
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', reject);
-      });
-    } catch (err) {
-      this.release();
-      throw new Error(`cannot start ${JSON.stringify(program)}: ${(err as Error).message}`);
-    }
-    const pid = child.pid!;
-    const lines = Promise.all([
-      splitLines(child.stdout!, (l) => onLine('stdout', l)),
-      splitLines(child.stderr!, (l) => onLine('stderr', l)),
-    ]);
-    const grace = this.opts.killGraceMs ?? 5000;
-    const running: Running = {
-      child,
+    let spawned!: Running['spawned'];
+    let end!: Running['end'];
+    const job: Running = {
+      launcher: null,
+      pid: null,
       reason: null,
-      stop: (reason) => {
-        running.reason ??= reason;
-        killGroup(pid, 'SIGTERM');
-        setTimeout(() => killGroup(pid, 'SIGKILL'), grace).unref();
+      lines: {
+        stdout: new LineSplitter((l) => onLine('stdout', l)),
+        stderr: new LineSplitter((l) => onLine('stderr', l)),
       },
-      finished: new Promise<JobExit>((resolve) => {
-        child.once('exit', (code, signal) => {
-          // What the program left running in its group goes with it; then the pipes close.
-          killGroup(pid, 'SIGKILL');
-          void lines.finally(() => resolve({ exitCode: code, signal, reason: running.reason }));
-        });
-      }),
+      spawned: null as never,
+      end: null as never,
+      finished: new Promise<JobExit>((resolve) => (end = resolve)),
     };
-    const timer = setTimeout(() => running.stop('timeout'), spec.timeoutSeconds * 1000);
-    timer.unref();
-    this.running.set(String(pid), running);
-    void running.finished.finally(() => {
-      clearTimeout(timer);
-      this.running.delete(String(pid));
+    const pid = new Promise<number>((resolve, reject) => (spawned = { resolve, reject }));
+    Object.assign(job, { spawned, end });
+    this.running.set(spec.jobId, job);
+    void job.finished.finally(() => {
+      this.running.delete(spec.jobId);
       this.release();
     });
-    return { externalId: String(pid), finished: running.finished };
+
+    const request: SpawnRequest = {
+      type: 'spawn',
+      id: spec.jobId,
+      command,
+      args: [...prefix, ...args],
+      cwd: spec.workDir,
+      env: {
+        PATH: this.opts.path,
+        HOME: spec.workDir,
+        TMPDIR: spec.workDir,
+        LANG: 'C.UTF-8',
+        ...spec.env,
+        OUTPUT_DIR: spec.outputDir,
+        [JOB_ENV]: spec.jobId,
+      },
+    };
+    job.launcher = this.ensureLauncher();
+    job.launcher.send(request);
+    try {
+      job.pid = await pid;
+    } catch (err) {
+      job.end({ exitCode: null, signal: null, reason: null });
+      throw new Error(`cannot start ${JSON.stringify(program)}: ${(err as Error).message}`);
+    }
+    const timer = setTimeout(() => this.stop(job, 'timeout'), spec.timeoutSeconds * 1000);
+    timer.unref();
+    void job.finished.finally(() => clearTimeout(timer));
+    return { externalId: String(job.pid), finished: job.finished };
   }
 
   async cancel(externalId: string): Promise<void> {
-    this.running.get(externalId)?.stop('canceled');
+    for (const job of this.running.values()) if (String(job.pid) === externalId) this.stop(job, 'canceled');
   }
 
   async stopOrphan(jobId: string, externalId: string): Promise<boolean> {
     const pgid = Number(externalId);
-    if (!Number.isSafeInteger(pgid) || pgid <= 1 || this.running.has(externalId)) return false;
+    if (!Number.isSafeInteger(pgid) || pgid <= 1 || this.running.has(jobId)) return false;
     // Only a group some process of which still carries this job's marker is ours to stop.
     for (const entry of await readdir('/proc').catch(() => [] as string[])) {
       if (!/^\d+$/.test(entry)) continue;
@@ -127,8 +155,66 @@ export class LocalExecutor implements Executor {
 
   async close(): Promise<void> {
     const all = [...this.running.values()];
-    for (const r of all) r.stop('canceled');
-    await Promise.all(all.map((r) => r.finished));
+    for (const job of all) this.stop(job, 'canceled');
+    await Promise.all(all.map((j) => j.finished));
+    const launcher = this.launcher;
+    this.launcher = null;
+    if (launcher && launcher.exitCode === null) {
+      const gone = new Promise((r) => launcher.once('exit', r));
+      launcher.disconnect();
+      await gone;
+    }
+  }
+
+  private stop(job: Running, reason: 'timeout' | 'canceled'): void {
+    if (job.pid === null) return;
+    job.reason ??= reason;
+    const pid = job.pid;
+    killGroup(pid, 'SIGTERM');
+    setTimeout(() => killGroup(pid, 'SIGKILL'), this.opts.killGraceMs ?? 5000).unref();
+  }
+
+  private ensureLauncher(): ChildProcess {
+    if (this.launcher?.connected) return this.launcher;
+    const [command, ...args] = this.opts.launcher;
+    const launcher = spawn(command, args, {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { PATH: this.opts.path },
+    });
+    launcher.on('message', (m: LauncherMessage) => this.onMessage(m));
+    launcher.once('exit', (code, signal) => this.lost(launcher, code, signal));
+    this.launcher = launcher;
+    return launcher;
+  }
+
+  private onMessage(m: LauncherMessage): void {
+    const job = this.running.get(m.id);
+    if (!job) return;
+    switch (m.type) {
+      case 'spawned':
+        return job.spawned.resolve(m.pid);
+      case 'failed':
+        return job.spawned.reject(new Error(m.message));
+      case 'output':
+        return job.lines[m.stream].push(m.chunk);
+      case 'exit':
+        job.lines.stdout.end();
+        job.lines.stderr.end();
+        return job.end({ exitCode: m.code, signal: m.signal, reason: job.reason });
+    }
+  }
+
+  /** The launcher died: its jobs cannot be followed any more, so they are stopped and end. */
+  private lost(launcher: ChildProcess, code: number | null, signal: string | null): void {
+    if (this.launcher === launcher) this.launcher = null;
+    if (![...this.running.values()].some((j) => j.launcher === launcher)) return;
+    this.opts.log.error({ code, signal }, 'the job launcher stopped; its jobs are stopped too');
+    for (const job of this.running.values()) {
+      if (job.launcher !== launcher) continue;
+      job.spawned.reject(new Error('the job launcher stopped'));
+      if (job.pid !== null) killGroup(job.pid, 'SIGKILL');
+      job.end({ exitCode: null, signal: null, reason: 'lost' });
+    }
   }
 
   private acquire(): Promise<void> {
@@ -152,29 +238,4 @@ function killGroup(pgid: number, signal: NodeJS.Signals): void {
   } catch {
     // ESRCH: the group is already gone.
   }
-}
-
-/** Calls `onLine` for each line of a stream (without the newline); lines are cut at MAX_LINE. */
-export function splitLines(stream: Readable, onLine: (line: string) => void): Promise<void> {
-  let partial = '';
-  stream.setEncoding('utf8');
-  return new Promise((resolve) => {
-    stream.on('data', (chunk: string) => {
-      let text = partial + chunk;
-      let nl: number;
-      while ((nl = text.indexOf('\n')) !== -1) {
-        onLine(text.slice(0, Math.min(nl, MAX_LINE)).replace(/\r$/, ''));
-        text = text.slice(nl + 1);
-      }
-      // A line longer than MAX_LINE keeps only its start; the rest is dropped up to the newline.
-      partial = text.length > MAX_LINE ? text.slice(0, MAX_LINE) : text;
-    });
-    const end = () => {
-      if (partial) onLine(partial);
-      partial = '';
-      resolve();
-    };
-    stream.once('end', end);
-    stream.once('error', end);
-  });
 }

@@ -116,8 +116,8 @@ export class JobRunner {
 
   /** The dispatch task: idempotent, since only the worker that moves a job out of `queued` runs it. */
   private async dispatch(jobId: string): Promise<void> {
-    if (!(await this.jobs.transition(jobId, 'starting', { workerId: this.instanceId }))) return;
-    const job = (await this.jobs.byId(jobId))!;
+    const job = await this.jobs.transition(jobId, 'starting', { workerId: this.instanceId });
+    if (!job) return;
     const workDir = this.deployments.workDirOf(job.id);
     const outputDir = path.join(workDir, 'output');
     const log = new JobLog({
@@ -168,6 +168,13 @@ export class JobRunner {
         error: 'the worker shut down while the job ran; its processes were stopped',
       });
       if (!failed) await this.jobs.saveLogTail(job.id, ended.logTail);
+      return;
+    }
+    if (exit.reason === 'lost') {
+      await this.jobs.transition(job.id, 'failed', {
+        ...ended,
+        error: 'the executor lost track of the job; its processes were stopped',
+      });
       return;
     }
     if (exit.reason === 'timeout') {
@@ -225,6 +232,7 @@ export class JobRunner {
 
   /** Inputs must still exist; those not on this machine's disk are copied into the job's directory. */
   private async stageInputs(job: Job): Promise<void> {
+    if (!job.inputs.length) return;
     const assets = new Map((await this.media.byIds(job.inputs.map((i) => i.mediaId))).map((a) => [a.id, a]));
     for (const input of job.inputs) {
       const asset = assets.get(input.mediaId);

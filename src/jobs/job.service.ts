@@ -1,4 +1,4 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
 import { assertOwned, ownedBy, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
@@ -91,7 +91,7 @@ export class JobService {
   }
 
   async byIds(ids: readonly string[]): Promise<Job[]> {
-    return this.orm.em.fork().find(Job, { id: { $in: [...ids] } });
+    return ids.length ? this.orm.em.fork().find(Job, { id: { $in: [...ids] } }) : [];
   }
 
   async byDeploymentIds(ids: readonly string[]): Promise<Job[]> {
@@ -117,30 +117,29 @@ export class JobService {
 
   /**
    * Moves a job to `to` if its current state allows it, in one statement: lock the row, check,
-   * update, record the transition and NOTIFY (sent only if the change commits). Answers whether
-   * the job moved; a job that has meanwhile gone elsewhere (say, canceled) is left alone.
+   * update, record the transition and NOTIFY (sent only if the change commits). Answers the job
+   * as it is now, or null when it did not move: a job that has meanwhile gone elsewhere (say,
+   * canceled) is left alone.
    */
-  async transition(
-    jobId: string,
-    to: JobStatus,
-    fields: TransitionFields = {},
-    em?: EntityManager,
-  ): Promise<boolean> {
+  async transition(jobId: string, to: JobStatus, fields: TransitionFields = {}): Promise<Job | null> {
     const sets = setsFor(to, fields);
-    const rows: unknown[] = await (em ?? this.orm.em.fork()).execute(
+    const em = this.orm.em.fork();
+    const rows: Record<string, unknown>[] = await em.execute(
       `with prev as (select id, status from jobs where id = ? for update),
        upd as (
          update jobs j set status = ?, updated_at = now()${sets.sql}
          from prev where j.id = prev.id and prev.status = any(?::text[])
-         returning j.id, j.owner_type, j.owner_id, j.status, prev.status as from_status, j.updated_at
+         returning j.*, prev.status as from_status
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
                select id, from_status, status, updated_at from upd)
-       select pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
+       select upd.*, pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
                 'status', status, 'from', from_status, 'at', updated_at)::text) from upd`,
       [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
     );
-    return rows.length === 1;
+    if (rows.length !== 1) return null;
+    const { from_status: _from, pg_notify: _notify, ...row } = rows[0];
+    return em.map(Job, row);
   }
 
   /** Keeps the stored log tail current while a job runs (not a transition). */

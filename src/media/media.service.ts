@@ -205,7 +205,7 @@ export class MediaService {
 
   /** Live assets by id, whoever owns them (the caller has checked access to what refers to them). */
   async byIds(ids: readonly string[]): Promise<MediaAsset[]> {
-    return this.orm.em.fork().find(MediaAsset, { id: { $in: [...ids] }, status: 'live' });
+    return ids.length ? this.orm.em.fork().find(MediaAsset, { id: { $in: [...ids] }, status: 'live' }) : [];
   }
 
   /** The live outputs of jobs, oldest first. */

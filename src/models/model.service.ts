@@ -42,8 +42,11 @@ export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | '
  * the transaction that creates the deployment, so the count and the deployment commit together.
  */
 export async function incrementRunCount(em: EntityManager, modelId: string): Promise<void> {
-  await em.nativeUpdate(Model, { id: modelId }, { runCount: raw('run_count + 1') });
+  await em.execute(RUN_COUNT_INCREMENT, [modelId]);
 }
+
+/** The statement that counts one deployment (one `?`: the model id), for composing into others. */
+export const RUN_COUNT_INCREMENT = 'update models set run_count = run_count + 1 where id = ?';
 
 /** The model catalogue: every principal reads it; only a model's owner changes it. */
 export class ModelService {
