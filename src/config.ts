@@ -54,6 +54,8 @@ export interface Config {
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
+  /** How often a websocket's credential is checked again (revoked keys, expired tokens). */
+  subscriptionAuthRecheckSeconds: number;
   telephonyNumbers: readonly NumberRange[];
   telephonyExtensions: readonly NumberRange[];
   telephonySipDomain: string | undefined;
@@ -347,6 +349,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
+    subscriptionAuthRecheckSeconds: p.int('SUBSCRIPTION_AUTH_RECHECK_SECONDS', 60, 1, 3600),
     telephonyNumbers: p.ranges('TELEPHONY_NUMBERS'),
     telephonyExtensions: p.ranges('TELEPHONY_EXTENSIONS', '1000-8999'),
     telephonySipDomain: p.matching('TELEPHONY_SIP_DOMAIN', /^[A-Za-z0-9.-]{1,253}$/, 'a domain name'),

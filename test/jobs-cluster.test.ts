@@ -211,25 +211,38 @@ describe('a worker process that dies', () => {
     expect(await second.exited).toBe(0);
   });
 
-  it('fails its running jobs and stops their processes on a graceful shutdown', async () => {
+  it('on a graceful shutdown fails its running jobs, stops their processes, and leaves queued ones queued', async () => {
     const auth = `Bearer ${await issuer.token('dave')}`;
-    const svc = await spawnService(env);
+    const oneSlot = { ...env, LOCAL_EXECUTOR_CONCURRENCY: '1' };
+    const svc = await spawnService(oneSlot);
     services.push(svc);
-    const jobId = await api(svc.port, auth).run('idle');
-    const running = await until(
-      () => api(svc.port, auth).job(jobId),
+    const running = await api(svc.port, auth).run('idle');
+    const started = await until(
+      () => api(svc.port, auth).job(running),
       (j) => j.status === 'running',
     );
-    const pid = Number(running.external_id);
+    const waiting = await api(svc.port, auth).run('idle'); // the only slot is taken
+    expect((await api(svc.port, auth).job(waiting)).status).toBe('queued');
+    const pid = Number(started.external_id);
     svc.child.kill('SIGTERM');
     expect(await svc.exited).toBe(0);
     expect(alive(pid)).toBe(false);
 
-    const next = await spawnService(env);
+    const next = await spawnService(oneSlot);
     services.push(next);
-    const job = await api(next.port, auth).job(jobId);
-    expect(job).toMatchObject({ status: 'failed', error: expect.stringMatching(/worker shut down/) });
+    expect(await api(next.port, auth).job(running)).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/worker shut down/),
+    });
+    // The queued job was not started and failed: it runs now.
+    const resumed = await until(
+      () => api(next.port, auth).job(waiting),
+      (j) => j.status === 'running',
+      30000,
+    );
+    expect(resumed.status).toBe('running');
+    await api(next.port, auth).call('POST', `/api/v1/jobs/${waiting}/cancel`);
     next.child.kill('SIGTERM');
-    await next.exited;
+    expect(await next.exited).toBe(0);
   });
 });

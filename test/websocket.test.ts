@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from './helpers/app';
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ SUBSCRIPTION_AUTH_RECHECK_SECONDS: '1' });
 });
 afterAll(() => t.close());
 
@@ -53,6 +53,22 @@ describe('graphql-ws on /graphql', () => {
     const { client } = connect({ 'x-service-key': created.body.token });
     try {
       await expect(once(client, '{ me { userId } }')).resolves.toEqual({ data: { me: { userId: 'wskey' } } });
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('ends a connection whose API key is revoked while it is open', async () => {
+    const auth = `Bearer ${await t.tokenFor('wsrevoked')}`;
+    const created = await t.http().post('/api/v1/tokens').set('authorization', auth).send({ name: 'ws' });
+    const { client, closed } = connect({ 'x-service-key': created.body.token });
+    try {
+      await expect(once(client, '{ me { userId } }')).resolves.toEqual({
+        data: { me: { userId: 'wsrevoked' } },
+      });
+      const revoked = await t.http().delete(`/api/v1/tokens/${created.body.id}`).set('authorization', auth);
+      expect(revoked.status).toBe(204);
+      await expect(closed).resolves.toBe(4403);
     } finally {
       await client.dispose();
     }

@@ -57,12 +57,12 @@ const deploymentJson = (d: RestDeploymentFragment) => ({
 });
 
 function jobFilter(req: Request) {
-  const status = queryString(req, 'status');
+  const status = queryString(req, 'status') || undefined;
   if (status !== undefined && !STATUSES.includes(status))
     throw AppError.validation({ status: `must be one of ${STATUSES.join(', ')}` });
   return {
     status: status?.toUpperCase() as JobStatus | undefined,
-    modelId: queryString(req, 'model_id'),
+    modelId: queryString(req, 'model_id') || undefined,
   };
 }
 

@@ -96,6 +96,13 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 export function toAppError(err: unknown): { error: AppError; unexpected: boolean } {
   if (err instanceof AppError) return { error: err, unexpected: false };
   if (err instanceof GraphQLError && err.originalError) return toAppError(err.originalError);
+  // Client errors of HTTP libraries (http-errors' convention: `status` and `expose`), such as a
+  // malformed GraphQL multipart request: the request's fault, said in the library's words.
+  const http = err as { status?: number; expose?: boolean; message?: string } | undefined;
+  if (http?.expose && typeof http.status === 'number' && http.status >= 400 && http.status < 500) {
+    const code = http.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST';
+    return { error: new AppError(code, http.message || 'bad request'), unexpected: false };
+  }
   if (isDatabaseUnavailable(err)) {
     return {
       error: new AppError('UNAVAILABLE', 'the database is unavailable, try again shortly', undefined, 5),

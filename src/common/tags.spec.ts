@@ -31,3 +31,11 @@ describe('normaliseTags', () => {
     }
   });
 });
+
+describe('normaliseTags on huge input', () => {
+  it('refuses a list far over the limit before looking at its items', () => {
+    // An over-long tag would be reported if the items were read; the count is reported instead.
+    const huge = ['x'.repeat(1000), ...Array.from({ length: 100_000 }, (_, i) => `t${i}`)];
+    expect(() => normaliseTags(huge)).toThrow(/at most 32 tags/);
+  });
+});

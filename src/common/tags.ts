@@ -12,10 +12,14 @@ export function normaliseTags(input: unknown, field = 'tags'): string[] {
   const raw = typeof input === 'string' ? input.split(',') : input;
   if (!Array.isArray(raw) || raw.some((t) => typeof t !== 'string'))
     throw AppError.validation({ [field]: 'must be a list of strings' });
+  // Refused before any work: a huge list must not cost more than reading it.
+  if (raw.length > MAX_TAGS * 4) throw AppError.validation({ [field]: `at most ${MAX_TAGS} tags` });
   const tags: string[] = [];
+  const seen = new Set<string>();
   for (const t of raw as string[]) {
     const tag = t.trim();
-    if (!tag || tags.includes(tag)) continue;
+    if (!tag || seen.has(tag)) continue;
+    seen.add(tag);
     if (tag.length > MAX_TAG_LENGTH)
       throw AppError.validation({ [field]: `a tag may have at most ${MAX_TAG_LENGTH} characters` });
     // eslint-disable-next-line no-control-regex -- control characters are what we refuse

@@ -37,7 +37,8 @@ async function thumbnail(image: string, options: Record<string, string>) {
   const format = (options.format ?? 'png').toLowerCase();
   if (!['png', 'jpeg', 'webp'].includes(format)) throw new UsageError('--format must be png, jpeg or webp');
   const out = path.join(outputDir(), `thumbnail.${format === 'jpeg' ? 'jpg' : format}`);
-  const info = await sharp(image)
+  // Bounded decoding: an image claiming billions of pixels is refused, not decoded.
+  const info = await sharp(image, { limitInputPixels: 100_000_000 })
     .rotate() // honour EXIF orientation
     .resize({ width, withoutEnlargement: true })
     .toFormat(format as 'png' | 'jpeg' | 'webp')

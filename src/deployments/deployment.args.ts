@@ -34,7 +34,7 @@ export function checkArgs(defs: readonly ModelArgument[], input: unknown): Check
   const values: Record<string, ArgValue> = {};
   const files: CheckedArgs['files'] = [];
   for (const def of defs) {
-    const raw = given[def.name];
+    const raw = Object.hasOwn(given, def.name) ? given[def.name] : undefined;
     if (raw === undefined || raw === null) {
       if (!def.optional) problems[`args.${def.name}`] = 'is required';
       continue;

@@ -9,7 +9,6 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
 import { Job, type JobInput } from '../jobs/job.entity';
-import type { JobEvent } from '../jobs/job.service';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
@@ -36,7 +35,7 @@ export class DeploymentService {
     private readonly media: MediaService,
   ) {}
 
-  /** Where a job's processes run and write; one directory per job. */
+  /** Where a job's processes run and write, on the worker's host; one directory per job. */
   workDirOf(jobId: string): string {
     return path.join(this.config.dataDir, 'jobs', jobId);
   }
@@ -67,8 +66,9 @@ export class DeploymentService {
     const jobId = randomUUID();
     const inputs: JobInput[] = [...assets.values()].map((a) => ({
       mediaId: a.id,
-      // Local storage is read in place; other storage is staged into the job's directory.
-      path: this.media.localPathOf(a) ?? path.join(this.workDirOf(jobId), 'inputs', storageKey(a)),
+      // Local storage is read in place; other storage is staged by the worker into the job's
+      // directory, its working directory, so the relative path holds on whichever host runs it.
+      path: this.media.localPathOf(a) ?? path.join('inputs', storageKey(a)),
     }));
     let argv: string[];
     try {
@@ -104,29 +104,25 @@ export class DeploymentService {
       machineCount: model.machineCount,
       timeoutSeconds: model.timeoutSeconds,
     });
-    const event: JobEvent = {
-      jobId,
-      ownerType: owner.type,
-      ownerId: owner.id,
-      status: 'queued',
-      from: null,
-      at: job.createdAt.toISOString(),
-    };
     // The service's hottest write, in one round trip and atomically: the deployment, its queued
     // job and first transition, the model's run count, the dispatch task (so a job is dispatched
     // if and only if it was created) and the `queued` event (sent on commit).
-    await em.execute(
+    const [created]: { created_at: string }[] = await em.execute(
       `with d as (
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id, created_at)
          values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning id),
        j as (
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
                            container, machine_type, machine_count, timeout_seconds, log_tail, created_at, updated_at)
-         select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, '', ?, ? from d returning id),
-       t as (insert into job_transitions (job_id, from_status, to_status, at) select id, null, 'queued', ? from j),
+         select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, '', now(), now() from d
+         returning id, owner_type, owner_id, created_at),
+       t as (insert into job_transitions (job_id, from_status, to_status, at)
+             select id, null, 'queued', created_at from j returning id as seq),
        m as (${RUN_COUNT_INCREMENT}),
        q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5))
-       select pg_notify(?, ?) from j, q`,
+       select j.created_at, pg_notify(?, json_build_object('jobId', j.id, 'ownerType', j.owner_type,
+                'ownerId', j.owner_id, 'status', 'queued', 'from', null, 'at', j.created_at, 'seq', t.seq)::text)
+       from j, t, q`,
       [
         deployment.id,
         owner.type,
@@ -148,16 +144,14 @@ export class DeploymentService {
         job.machineType,
         job.machineCount,
         job.timeoutSeconds,
-        job.createdAt,
-        job.updatedAt,
-        job.createdAt,
         model.id,
         DISPATCH_TASK,
         jobId,
         CHANNELS.jobs,
-        JSON.stringify(event),
       ],
     );
+    // Times on the database's clock, like every later transition of the job.
+    job.createdAt = job.updatedAt = new Date(created.created_at);
     return { deployment, job };
   }
 

@@ -7,6 +7,7 @@ export type Handler = (payload: unknown) => void;
 export const CHANNELS = { jobs: 'job_events', jobLogs: 'job_logs' } as const;
 
 const MAX_BACKOFF_MS = 10_000;
+const PING_MS = 30_000;
 
 /**
  * Events between processes over PostgreSQL LISTEN/NOTIFY. Each process keeps one dedicated
@@ -21,6 +22,9 @@ export class EventBus {
   private stopped = false;
   private backoffMs = 200;
   private retryTimer: NodeJS.Timeout | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private everConnected = false;
+  private readonly reconnectHandlers = new Set<() => void>();
 
   constructor(
     private readonly databaseUrl: string,
@@ -38,37 +42,69 @@ export class EventBus {
     if (!set) {
       set = new Set();
       this.handlers.set(channel, set);
-      if (!(Object.values(CHANNELS) as string[]).includes(channel))
-        void this.client?.query(`LISTEN ${quoteIdent(channel)}`).catch(() => undefined);
     }
     set.add(handler);
     return () => set.delete(handler);
   }
 
+  /** Calls `handler` after each reconnection (events of the gap were lost), until the returned function is called. */
+  onReconnect(handler: () => void): () => void {
+    this.reconnectHandlers.add(handler);
+    return () => this.reconnectHandlers.delete(handler);
+  }
+
+  /** Handlers registered now (a health figure; subscriptions that ended must not count). */
+  handlerCount(): number {
+    let n = 0;
+    for (const set of this.handlers.values()) n += set.size;
+    return n;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
+    clearInterval(this.pingTimer);
     const client = this.client;
     this.client = null;
     await client?.end().catch(() => undefined);
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 3000 });
+    const client = new Client({
+      connectionString: this.databaseUrl,
+      connectionTimeoutMillis: 3000,
+      keepAlive: true,
+    });
     client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     await client.connect();
-    // Every known channel from the start: a subscriber must not miss events while a LISTEN is sent.
-    const channels = new Set<string>([...Object.values(CHANNELS), ...this.handlers.keys()]);
-    for (const channel of channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    try {
+      // Every channel from the start: a subscriber must not miss events while a LISTEN is sent.
+      for (const channel of Object.values(CHANNELS)) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.stopped) return void (await client.end().catch(() => undefined));
+    const reconnected = this.everConnected;
     this.client = client;
+    this.everConnected = true;
     this.backoffMs = 200;
+    // A connection dropped without a word (a NAT, a failover) is found by asking.
+    clearInterval(this.pingTimer);
+    this.pingTimer = setInterval(() => {
+      client.query('select 1').catch((err: Error) => this.lost(client, err));
+    }, PING_MS);
+    this.pingTimer.unref();
+    // Events sent while it was away are gone: those who care look again.
+    if (reconnected) for (const cb of this.reconnectHandlers) cb();
   }
 
   private lost(client: Client, err?: Error): void {
     if (this.client !== client || this.stopped) return;
     this.client = null;
+    clearInterval(this.pingTimer);
     this.log.warn({ err }, 'event bus connection lost; reconnecting');
     void client.end().catch(() => undefined);
     this.retry();

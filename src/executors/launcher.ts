@@ -31,6 +31,9 @@ function send(message: LauncherMessage): void {
   process.send?.(message);
 }
 
+/** How long output is still read after the program exited. */
+const PIPE_GRACE_MS = 2000;
+
 function killGroup(pgid: number): void {
   try {
     process.kill(-pgid, 'SIGKILL');
@@ -53,14 +56,24 @@ function start(req: SpawnRequest): void {
     child[stream]!.on('data', (chunk: string) => send({ type: 'output', id: req.id, stream, chunk }));
   }
   let exited: { code: number | null; signal: string | null } | null = null;
+  let reported = false;
+  const report = () => {
+    if (reported || !exited) return;
+    reported = true;
+    send({ type: 'exit', id: req.id, ...exited });
+  };
   child.once('exit', (code, signal) => {
     exited = { code, signal };
-    // What the program left running in its group goes with it; then its pipes close.
+    // What the program left running in its group goes with it; then its pipes close. A process
+    // that left the group (setsid) may hold them open: its output is not waited for long.
     killGroup(child.pid!);
+    setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      report();
+    }, PIPE_GRACE_MS).unref();
   });
-  child.once('close', () => {
-    if (exited) send({ type: 'exit', id: req.id, ...exited });
-  });
+  child.once('close', report);
 }
 
 if (require.main === module) {

@@ -70,13 +70,18 @@ export class LocalExecutor implements Executor {
   private readonly running = new Map<string, Running>();
   private active = 0;
   private readonly waiters: (() => void)[] = [];
+  private closed = false;
 
   constructor(private readonly opts: LocalExecutorOptions) {}
 
   async submit(spec: JobSpec, onLine: (stream: LogStream, line: string) => void): Promise<RunningJob> {
-    await this.acquire();
+    if (this.closed) throw new Error('the executor is shutting down');
     const [program, ...args] = spec.argv;
-    const [command, ...prefix] = this.opts.programs[program] ?? [program];
+    // Own keys only: a program named `constructor` is just a program of that name.
+    const [command, ...prefix] = Object.hasOwn(this.opts.programs, program)
+      ? this.opts.programs[program]
+      : [program];
+    await this.acquire();
     let spawned!: Running['spawned'];
     let end!: Running['end'];
     const job: Running = {
@@ -115,9 +120,9 @@ export class LocalExecutor implements Executor {
         [JOB_ENV]: spec.jobId,
       },
     };
-    job.launcher = this.ensureLauncher();
-    job.launcher.send(request);
     try {
+      job.launcher = this.ensureLauncher();
+      job.launcher.send(request, (err) => err && job.spawned.reject(err));
       job.pid = await pid;
     } catch (err) {
       job.end({ exitCode: null, signal: null, reason: null });
@@ -154,6 +159,7 @@ export class LocalExecutor implements Executor {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const all = [...this.running.values()];
     for (const job of all) this.stop(job, 'canceled');
     await Promise.all(all.map((j) => j.finished));
@@ -171,7 +177,10 @@ export class LocalExecutor implements Executor {
     job.reason ??= reason;
     const pid = job.pid;
     killGroup(pid, 'SIGTERM');
-    setTimeout(() => killGroup(pid, 'SIGKILL'), this.opts.killGraceMs ?? 5000).unref();
+    // Cleared once the job ended, so a later process that reuses the id is never hit.
+    const kill = setTimeout(() => killGroup(pid, 'SIGKILL'), this.opts.killGraceMs ?? 5000);
+    kill.unref();
+    void job.finished.finally(() => clearTimeout(kill));
   }
 
   private ensureLauncher(): ChildProcess {
@@ -182,6 +191,7 @@ export class LocalExecutor implements Executor {
       env: { PATH: this.opts.path },
     });
     launcher.on('message', (m: LauncherMessage) => this.onMessage(m));
+    launcher.on('error', (err) => this.opts.log.error({ err }, 'the job launcher failed'));
     launcher.once('exit', (code, signal) => this.lost(launcher, code, signal));
     this.launcher = launcher;
     return launcher;

@@ -2,9 +2,12 @@ import type { LogStream } from '../executors/executor.port';
 
 /** How much of a job's output is stored with it. */
 export const LOG_TAIL_BYTES = 64 * 1024;
-/** Log lines published at once stay under PostgreSQL's 8000-byte NOTIFY payload. */
-const BATCH_BYTES = 6000;
-const PUBLISHED_LINE = 2000;
+/**
+ * Log lines published at once stay under PostgreSQL's 8000-byte NOTIFY payload: sizes are of the
+ * JSON actually sent (escapes included), with room for the envelope.
+ */
+const BATCH_BYTES = 7000;
+const PUBLISHED_LINE_BYTES = 2000;
 const FLUSH_MS = 100;
 const SAVE_MS = 5000;
 
@@ -18,6 +21,19 @@ export interface JobLogSink {
   publish(lines: LogLine[]): Promise<void>;
   /** Stores the tail while the job runs. */
   save(tail: string): Promise<void>;
+  /** Hears what could not be published or saved (the job goes on). */
+  failed(err: unknown): void;
+}
+
+/** The line as published: cut until its JSON form fits PUBLISHED_LINE_BYTES. */
+function publishable(line: string): { line: string; size: number } {
+  let cut = line;
+  let size = Buffer.byteLength(JSON.stringify(cut));
+  while (size > PUBLISHED_LINE_BYTES) {
+    cut = cut.slice(0, Math.floor(cut.length / 2));
+    size = Buffer.byteLength(JSON.stringify(cut));
+  }
+  return { line: cut, size: size + 32 };
 }
 
 /**
@@ -34,13 +50,14 @@ export class JobLog {
   private readonly saveTimer: NodeJS.Timeout;
   private dirty = false;
   private pending: Promise<void> = Promise.resolve();
+  private saving: Promise<void> = Promise.resolve();
   lastStdout = '';
 
   constructor(private readonly sink: JobLogSink) {
     this.saveTimer = setInterval(() => {
       if (!this.dirty) return;
       this.dirty = false;
-      void this.sink.save(this.tail()).catch(() => undefined);
+      this.saving = this.sink.save(this.tail()).catch((err) => this.sink.failed(err));
     }, SAVE_MS);
     this.saveTimer.unref();
   }
@@ -53,8 +70,7 @@ export class JobLog {
       this.bytes -= Buffer.byteLength(this.lines.shift()!) + 1;
     this.dirty = true;
 
-    const published = line.length > PUBLISHED_LINE ? line.slice(0, PUBLISHED_LINE) : line;
-    const size = Buffer.byteLength(published) + 32;
+    const { line: published, size } = publishable(line);
     if (this.batchBytes + size > BATCH_BYTES) this.flushBatch();
     this.batch.push({ stream, line: published });
     this.batchBytes += size;
@@ -75,15 +91,14 @@ export class JobLog {
     }
   }
 
-  /** Publishes what is buffered and waits until everything published so far went out. */
-  async flush(): Promise<void> {
-    this.flushBatch();
-    await this.pending;
-  }
-
-  stop(): void {
-    clearTimeout(this.flushTimer);
+  /**
+   * The job's output is complete: stops saving the tail (the job's last transition stores it, and
+   * no periodic save may land after that), and publishes what is buffered.
+   */
+  async end(): Promise<void> {
     clearInterval(this.saveTimer);
+    this.flushBatch();
+    await Promise.all([this.pending, this.saving]);
   }
 
   private flushBatch(): void {
@@ -94,6 +109,6 @@ export class JobLog {
     this.batch = [];
     this.batchBytes = 0;
     // In order, one batch after the other; a lost batch only costs subscribers some lines.
-    this.pending = this.pending.then(() => this.sink.publish(batch).catch(() => undefined));
+    this.pending = this.pending.then(() => this.sink.publish(batch).catch((err) => this.sink.failed(err)));
   }
 }

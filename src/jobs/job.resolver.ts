@@ -72,9 +72,10 @@ export class JobResolver {
   }
 
   @Subscription(() => JobType, {
-    description: "One job: its state now, then each transition. Another owner's job is NOT_FOUND.",
-    subscribe: ({ args, context }: Subscribed) =>
-      freshLoadersPerEvent(context, context.live.one(requirePrincipal(context.principal), args.id)),
+    description:
+      "One job: its state now, then each transition; it completes when the job has ended. Another owner's job is NOT_FOUND.",
+    subscribe: async ({ args, context }: Subscribed) =>
+      freshLoadersPerEvent(context, await context.live.one(requirePrincipal(context.principal), args.id)),
   })
   jobUpdated(@Root() update: JobUpdate, @Arg('id', () => ID) _id: string): JobType {
     return this.updateView(update);
@@ -91,7 +92,7 @@ export class JobResolver {
   }
 
   @Subscription(() => JobLogLineType, {
-    description: 'The lines a job prints from now on (its earlier output is in logTail).',
+    description: 'The lines a job prints from now on, until it ends (its earlier output is in logTail).',
     subscribe: ({ args, context }: Subscribed) =>
       context.live.logs(requirePrincipal(context.principal), args.id),
   })

@@ -20,6 +20,8 @@ export interface TransitionFields {
   error?: string | null;
   output?: JobOutput | null;
   logTail?: string;
+  /** With `succeeded`: the job's stored outputs become live in the same statement. */
+  publishOutputs?: boolean;
 }
 
 /** The payload of a job event on CHANNELS.jobs. */
@@ -30,6 +32,8 @@ export interface JobEvent {
   status: JobStatus;
   from: JobStatus | null;
   at: string;
+  /** The transition's id: increasing, so a subscriber can tell what it has already seen. */
+  seq: number;
 }
 
 /** Columns a transition into each state sets, besides status and updated_at. */
@@ -90,10 +94,6 @@ export class JobService {
     return isUuid(id) ? this.orm.em.fork().findOne(Job, { id: id.toLowerCase() }) : null;
   }
 
-  async byIds(ids: readonly string[]): Promise<Job[]> {
-    return ids.length ? this.orm.em.fork().find(Job, { id: { $in: [...ids] } }) : [];
-  }
-
   async byDeploymentIds(ids: readonly string[]): Promise<Job[]> {
     return this.orm.em.fork().find(Job, { deployment: { $in: [...ids] } });
   }
@@ -111,8 +111,8 @@ export class JobService {
   async cancel(principal: Principal, id: string): Promise<Job> {
     const job = await this.get(principal, id);
     if (isTerminal(job.status)) return job;
-    await this.transition(job.id, 'canceled');
-    return (await this.byId(job.id))!;
+    // Not moved: it ended meanwhile, and is answered as it is.
+    return (await this.transition(job.id, 'canceled')) ?? (await this.byId(job.id))!;
   }
 
   /**
@@ -124,6 +124,10 @@ export class JobService {
   async transition(jobId: string, to: JobStatus, fields: TransitionFields = {}): Promise<Job | null> {
     const sets = setsFor(to, fields);
     const em = this.orm.em.fork();
+    const publish = fields.publishOutputs
+      ? `, outputs as (update media_assets set status = 'live', created_at = now()
+                       where job_id in (select id from upd) and status = 'uploading')`
+      : '';
     const rows: Record<string, unknown>[] = await em.execute(
       `with prev as (select id, status from jobs where id = ? for update),
        upd as (
@@ -132,14 +136,22 @@ export class JobService {
          returning j.*, prev.status as from_status
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
-               select id, from_status, status, updated_at from upd)
+               select id, from_status, status, updated_at from upd returning id as seq)${publish}
        select upd.*, pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
-                'status', status, 'from', from_status, 'at', updated_at)::text) from upd`,
+                'status', status, 'from', from_status, 'at', updated_at, 'seq', ins.seq)::text) from upd, ins`,
       [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
     );
     if (rows.length !== 1) return null;
-    const { from_status: _from, pg_notify: _notify, ...row } = rows[0];
+    const { from_status: _from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
     return em.map(Job, row);
+  }
+
+  /** The id of a job's latest transition (see JobEvent.seq). */
+  async lastTransition(jobId: string): Promise<number> {
+    const [row] = await this.orm.em
+      .fork()
+      .execute('select coalesce(max(id), 0)::int as seq from job_transitions where job_id = ?', [jobId]);
+    return row.seq as number;
   }
 
   /** Keeps the stored log tail current while a job runs (not a transition). */

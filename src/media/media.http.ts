@@ -30,6 +30,18 @@ export function mediaFileRoutes(media: MediaService): Router {
     const asset = await media.findServable(String(req.params.file));
     if (!asset) return sendError(req, res, AppError.notFound('file'));
     const etag = `"${asset.sha256}"`;
+    const ifNoneMatch = req.headers['if-none-match'];
+    const notModified =
+      !!ifNoneMatch && (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((t) => t.trim() === etag));
+    const ifRange = req.headers['if-range'];
+    const range =
+      notModified || (ifRange && ifRange !== etag) ? null : parseRange(req.headers.range, asset.size);
+    const length = range && range !== 'unsatisfiable' ? range.end - range.start + 1 : asset.size;
+    // The bytes are opened before any header is set: a missing file must not answer a 404 that
+    // carries a year-long cache policy.
+    const sendsBody = !notModified && range !== 'unsatisfiable' && req.method !== 'HEAD' && length > 0;
+    const stream = sendsBody ? await media.read(asset, range ?? undefined) : null;
+    if (sendsBody && !stream) return sendError(req, res, AppError.notFound('file'));
     res.setHeader('ETag', etag);
     res.setHeader('Last-Modified', asset.createdAt.toUTCString());
     res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
@@ -40,15 +52,7 @@ export function mediaFileRoutes(media: MediaService): Router {
     res.setHeader('Content-Disposition', `inline; filename*=UTF-8''${encodeURIComponent(asset.imageName)}`);
     res.type(asset.contentType);
 
-    const ifNoneMatch = req.headers['if-none-match'];
-    if (
-      ifNoneMatch &&
-      (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((t) => t.trim() === etag))
-    ) {
-      return void res.status(304).end();
-    }
-    const ifRange = req.headers['if-range'];
-    const range = ifRange && ifRange !== etag ? null : parseRange(req.headers.range, asset.size);
+    if (notModified) return void res.status(304).end();
     if (range === 'unsatisfiable') {
       res.setHeader('Content-Range', `bytes */${asset.size}`);
       return sendError(
@@ -57,17 +61,10 @@ export function mediaFileRoutes(media: MediaService): Router {
         new AppError('RANGE_NOT_SATISFIABLE', 'the requested range is not in the file'),
       );
     }
-    const length = range ? range.end - range.start + 1 : asset.size;
     res.status(range ? 206 : 200);
     if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${asset.size}`);
     res.setHeader('Content-Length', String(length));
-    if (req.method === 'HEAD' || length === 0) return void res.end();
-
-    const stream = await media.read(asset, range ?? undefined);
-    if (!stream) {
-      res.removeHeader('Content-Range');
-      return sendError(req, res, AppError.notFound('file'));
-    }
+    if (!stream) return void res.end();
     // A client that goes away mid-file is normal for media players; nothing to report.
     await pipeline(stream, res).catch(() => undefined);
   };

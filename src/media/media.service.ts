@@ -83,10 +83,17 @@ export class MediaService {
     owner: Owner,
     input: { stream: Readable; filename: string; jobId: string; id?: string },
   ): Promise<MediaAsset> {
+    // Kept `uploading` (invisible) until the job's `succeeded` transition publishes its outputs.
     return this.store(owner, { stream: input.stream, filename: input.filename }, 'target_asset', {
       id: input.id,
       jobId: input.jobId,
     });
+  }
+
+  /** Removes every output of a job, published or not (a job that did not succeed keeps none). */
+  async discardJobOutputs(jobId: string): Promise<void> {
+    const assets = await this.orm.em.fork().find(MediaAsset, { jobId });
+    for (const asset of assets) await this.discard(asset);
   }
 
   private async store(
@@ -126,7 +133,7 @@ export class MediaService {
       await this.storage.write(storageKey(asset), body, contentType);
       const tags = tagsNow ?? normaliseTags(await tagsLater);
       em.assign(asset, {
-        status: 'live',
+        status: job ? 'uploading' : 'live',
         size: meter.bytes,
         sha256: meter.digest(),
         tags,
@@ -213,11 +220,6 @@ export class MediaService {
     return this.orm.em
       .fork()
       .find(MediaAsset, { jobId: { $in: [...jobIds] }, status: 'live' }, { orderBy: { createdAt: 'asc' } });
-  }
-
-  /** Removes assets (with their bytes) that a failed job had already stored. */
-  async discardAll(assets: readonly MediaAsset[]): Promise<void> {
-    for (const asset of assets) await this.discard(asset);
   }
 
   /** Where the executor's processes can read an asset on this machine (local storage), or null. */

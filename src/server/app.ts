@@ -206,15 +206,26 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+        const credentials: Credentials = {
+          authorization: str(params.authorization ?? params.Authorization),
+          apiKey: str(params[config.apiKeyHeader] ?? params.apiKey),
+        };
         try {
-          ctx.extra.principal = await services.authenticator.authenticate({
-            authorization: str(params.authorization ?? params.Authorization),
-            apiKey: str(params[config.apiKeyHeader] ?? params.apiKey),
-          });
-          return true;
+          ctx.extra.principal = await services.authenticator.authenticate(credentials);
         } catch {
           return false; // graphql-ws closes with 4403 Forbidden
         }
+        if (!ctx.extra.principal) return true;
+        // A connection lives long: a key revoked or a token expired since must end it too.
+        const recheck = setInterval(() => {
+          services.authenticator.authenticate(credentials).catch((err) => {
+            if (err instanceof AppError && err.code === 'UNAUTHENTICATED')
+              ctx.extra.socket.close(4403, 'Forbidden: the credential is no longer valid');
+          });
+        }, config.subscriptionAuthRecheckSeconds * 1000);
+        recheck.unref();
+        ctx.extra.socket.once('close', () => clearInterval(recheck));
+        return true;
       },
       context: (ctx): RequestContext => ({
         requestId: randomUUID(),

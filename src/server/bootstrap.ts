@@ -87,7 +87,7 @@ export async function startRuntime(
         'OIDC_ISSUER is unset: using the built-in development identity provider (not for production)',
       );
     }
-    const storage = await createStorage(config);
+    const storage = await createStorage(config, log);
     const services = createServices({ config, orm, verifier, storage, bus, log });
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
     const app = await createApp({ config, log, orm, services, publicRoutes });

@@ -50,13 +50,21 @@ export function groupedBy<T>(
 /**
  * A subscription's events, each resolved with fresh loaders: the context of a subscription
  * lives as long as the subscription, and what one event loaded must not be served to the next.
+ * Written by hand so that `return()` (the client unsubscribed) reaches the source at once.
  */
-export async function* freshLoadersPerEvent<T>(
+export function freshLoadersPerEvent<T>(
   context: { loaders: Loaders },
-  events: AsyncIterable<T> | Promise<AsyncIterable<T>>,
-): AsyncGenerator<T> {
-  for await (const event of await events) {
-    context.loaders = new Loaders();
-    yield event;
-  }
+  source: AsyncIterator<T>,
+): AsyncIterableIterator<T> {
+  return {
+    async next() {
+      const result = await source.next();
+      if (!result.done) context.loaders = new Loaders();
+      return result;
+    },
+    return: () => source.return?.() ?? Promise.resolve({ value: undefined, done: true }),
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }

@@ -29,7 +29,8 @@ export class LocalStorage implements Storage {
       // `wx`: a key is written once; an existing file means a bug, not something to overwrite.
       await pipeline(body, createWriteStream(file, { flags: 'wx', highWaterMark: 1024 * 1024 }));
     } catch (err) {
-      await rm(file, { force: true });
+      // Only what this write created is removed; an existing file (EEXIST) is not ours.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') await rm(file, { force: true });
       throw err;
     }
   }

@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
+import type { Logger } from '../common/logger';
 import type { ByteRange, Storage } from './storage.port';
 
 export interface S3StorageOptions {
@@ -25,7 +26,10 @@ export class S3Storage implements Storage {
   readonly kind = 's3';
   private readonly client: S3Client;
 
-  constructor(private readonly opts: S3StorageOptions) {
+  constructor(
+    private readonly opts: S3StorageOptions,
+    private readonly log?: Logger,
+  ) {
     this.client = new S3Client({
       endpoint: opts.endpoint,
       region: opts.region ?? 'us-east-1',
@@ -64,7 +68,8 @@ export class S3Storage implements Storage {
     try {
       await Promise.race([upload.done(), failed]);
     } catch (err) {
-      await upload.abort().catch(() => undefined);
+      // An abort that fails leaves parts behind: the bucket's lifecycle rule removes them (docs/media.md).
+      await upload.abort().catch((e) => this.log?.warn({ err: e, key }, 'S3 multipart upload not aborted'));
       await this.delete(key).catch(() => undefined);
       throw err;
     }
@@ -88,9 +93,5 @@ export class S3Storage implements Storage {
 
   async delete(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.opts.bucket, Key: this.objectKey(key) }));
-  }
-
-  destroy(): void {
-    this.client.destroy();
   }
 }
