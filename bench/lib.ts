@@ -110,7 +110,15 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
   const port = await freePort();
   const service = await startChild(
     'src/main.js',
-    { DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', ROLES: 'api', ...env },
+    // Measured as it runs in production (graphql-js drops its development checks there).
+    {
+      NODE_ENV: 'production',
+      DATA_DIR: dataDir,
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'warn',
+      ROLES: 'api',
+      ...env,
+    },
     port,
   );
   const key = await loadDevSigningKey(dataDir);

@@ -12,7 +12,10 @@ http
     const file = path.join(dir, `upload-${n++}.bin`);
     pipeline(req, createWriteStream(file, { highWaterMark: 1024 * 1024 })).then(
       () => res.end('{}'),
-      () => res.end(),
+      () => {
+        res.statusCode = 500;
+        res.end();
+      },
     );
   })
   .listen(Number(process.env.PORT), '127.0.0.1');

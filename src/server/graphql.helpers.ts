@@ -59,7 +59,10 @@ export function toConnection<T, U>(
   const nodes = page.items.map(view);
   return {
     nodes,
-    edges: page.items.map((item, i) => ({ cursor: cursorOf(item), node: nodes[i] })),
+    // Cursors cost an encoding per item: made only when a query asks for edges.
+    get edges() {
+      return page.items.map((item, i) => ({ cursor: cursorOf(item), node: nodes[i] }));
+    },
     pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
   };
 }
