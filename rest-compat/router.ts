@@ -1,5 +1,6 @@
 import { Router, type Request, type Response } from 'express';
-import { execute, validate, type GraphQLSchema } from 'graphql';
+import { validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { AppError, toAppError } from '../src/common/errors';
 import type { RequestContext } from '../src/server/context';
 import { sendError, sendJson } from '../src/server/http.helpers';
@@ -25,15 +26,15 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
   validateRoutes(schema, routes);
   const router = Router();
   for (const r of routes) {
+    // Each document is fixed, so it is compiled to a plain function once (graphql-jit): the
+    // same result as graphql-js's execute, without interpreting the document on every request.
+    const compiled = compileQuery(schema, r.document as DocumentNode);
+    if (!isCompiledQuery(compiled))
+      throw new Error(`${r.method} ${r.path}: ${JSON.stringify(compiled.errors)}`);
     router[r.method](r.path, async (req, res) => {
       const context = contextOf(req, res);
       try {
-        const result = await execute({
-          schema,
-          document: r.document,
-          variableValues: r.variables(req) as Record<string, unknown>,
-          contextValue: context,
-        });
+        const result = await compiled.query(undefined, context, r.variables(req) as Record<string, unknown>);
         if (result.errors?.length) {
           const [first] = result.errors;
           // Without data the request itself did not fit the schema (variable coercion): 400.
