@@ -7,21 +7,13 @@ import { WorkerInstance } from '../src/jobs/job.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { createTestDatabase } from './helpers/db';
 import { TestIssuer } from './helpers/oidc-issuer';
+import { alive } from './helpers/jobs';
 import { until } from './helpers/media';
 import { spawnService, type Spawned } from './helpers/process';
 
 jest.setTimeout(120_000);
 
 const PROGRAM = path.join(__dirname, 'fixtures', 'job-program.js');
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** REST calls to a service on `port`. */
 function api(port: number, auth: string) {

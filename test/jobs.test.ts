@@ -6,7 +6,7 @@ import WebSocket from 'ws';
 import { Deployment } from '../src/deployments/deployment.entity';
 import { Model } from '../src/models/model.entity';
 import { startTestApp, type TestApp } from './helpers/app';
-import { BUILTIN, deploy, jobOf, waitForJob } from './helpers/jobs';
+import { alive, BUILTIN, deploy, jobOf, waitForJob } from './helpers/jobs';
 import { pngBytes, until, uploadFile } from './helpers/media';
 
 const PROGRAM = path.join(__dirname, 'fixtures', 'job-program.js');
@@ -47,15 +47,6 @@ async function programModel(
     });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   return res.body.id;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function connect(auth: string): Client {

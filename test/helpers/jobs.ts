@@ -65,3 +65,13 @@ export async function waitForJob(
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Whether a process exists (signal 0 only checks). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
