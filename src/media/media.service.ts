@@ -211,7 +211,8 @@ export class MediaService {
     const hidden = await em.nativeUpdate(
       MediaAsset,
       { id: asset.id, status: 'live' },
-      { status: 'deleting' },
+      // updated_at starts the sweeper's grace: a delete in progress is not swept under it.
+      { status: 'deleting', updatedAt: new Date() },
     );
     if (!hidden) throw AppError.notFound('media asset'); // a concurrent delete won
     // If storage is down, the row stays `deleting` (invisible) and the sweeper finishes later.

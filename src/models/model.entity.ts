@@ -75,7 +75,7 @@ export class Model {
   @Property({ type: 'integer', default: 3600 })
   timeoutSeconds: Opt<number> = 3600;
 
-  /** Deployments of this model; the deployments module increments it (`incrementRunCount`). */
+  /** Deployments of this model; creating one increments it (`RUN_COUNT_INCREMENT`). */
   @Property({ type: 'integer', default: 0 })
   runCount: Opt<number> = 0;
 

@@ -37,15 +37,15 @@ export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | '
   return isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal);
 }
 
-/**
- * Counts one deployment of a model. The deployments module calls it with the EntityManager of
- * the transaction that creates the deployment, so the count and the deployment commit together.
- */
+/** Counts one deployment of a model on its own (tests; deployments compose RUN_COUNT_INCREMENT). */
 export async function incrementRunCount(em: EntityManager, modelId: string): Promise<void> {
   await em.execute(RUN_COUNT_INCREMENT, [modelId]);
 }
 
-/** The statement that counts one deployment (one `?`: the model id), for composing into others. */
+/**
+ * The statement that counts one deployment (one `?`: the model id). The deployments module runs it
+ * inside the statement that creates the deployment, so the count and the deployment commit together.
+ */
 export const RUN_COUNT_INCREMENT = 'update models set run_count = run_count + 1 where id = ?';
 
 /** The model catalogue: every principal reads it; only a model's owner changes it. */
