@@ -84,6 +84,8 @@ export interface Config {
   bridgeLoginWindowSeconds: number;
   /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
   prices: PriceList;
+  /** Bound on opening a database connection, waiting for one, and each statement (then 503). */
+  databaseQueryTimeoutMs: number;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -381,6 +383,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
     prices: p.prices('PRICES_FILE'),
+    databaseQueryTimeoutMs: p.int('DATABASE_QUERY_TIMEOUT_MS', 5000, 100, 600_000),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);

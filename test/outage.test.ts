@@ -60,20 +60,30 @@ function connect(): Client {
   });
 }
 
-/** The statuses a `jobUpdated(id)` subscription shows, resolved once it completes. */
-function watchJob(client: Client, id: string): Promise<string[]> {
+/**
+ * A `jobUpdated(id)` subscription: `started` resolves with its first state, `statuses` with all it
+ * showed once it completes.
+ */
+async function watchJob(client: Client, id: string): Promise<{ statuses: Promise<string[]> }> {
   const statuses: string[] = [];
-  return new Promise((resolve, reject) => {
+  let started!: () => void;
+  const first = new Promise<void>((r) => (started = r));
+  const all = new Promise<string[]>((resolve, reject) => {
     client.subscribe<{ jobUpdated: { status: string } }>(
       { query: 'subscription ($id: ID!) { jobUpdated(id: $id) { status } }', variables: { id } },
       {
-        next: (v) =>
-          v.errors ? reject(new Error(JSON.stringify(v.errors))) : statuses.push(v.data!.jobUpdated.status),
+        next: (v) => {
+          if (v.errors) return reject(new Error(JSON.stringify(v.errors)));
+          statuses.push(v.data!.jobUpdated.status);
+          started();
+        },
         error: reject,
         complete: () => resolve(statuses),
       },
     );
   });
+  await Promise.race([first, all]);
+  return { statuses: all };
 }
 
 /** A job of the gate program, running: its id, its process id, and how to let it finish. */
@@ -160,7 +170,7 @@ describe('a database outage', () => {
     const client = connect();
     try {
       const gated = await gatedJob();
-      const updates = watchJob(client, gated.id);
+      const updates = (await watchJob(client, gated.id)).statuses;
       await pg.freeze();
       try {
         await expectUnavailable();
@@ -187,7 +197,7 @@ describe('a database outage', () => {
     const client = connect();
     try {
       const gated = await gatedJob();
-      const updates = watchJob(client, gated.id);
+      const updates = (await watchJob(client, gated.id)).statuses;
       await pg.stop();
       try {
         await expectUnavailable();

@@ -9,6 +9,7 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
 import { Job, type JobInput } from '../jobs/job.entity';
+import { jobEventSql } from '../jobs/job.service';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
@@ -115,13 +116,12 @@ export class DeploymentService {
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
                            container, machine_type, machine_count, timeout_seconds, log_tail, created_at, updated_at)
          select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, '', now(), now() from d
-         returning id, owner_type, owner_id, created_at),
+         returning *),
        t as (insert into job_transitions (job_id, from_status, to_status, at)
              select id, null, 'queued', created_at from j returning id as seq),
        m as (${RUN_COUNT_INCREMENT}),
        q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5))
-       select j.created_at, pg_notify(?, json_build_object('jobId', j.id, 'ownerType', j.owner_type,
-                'ownerId', j.owner_id, 'status', 'queued', 'from', null, 'at', j.created_at, 'seq', t.seq)::text)
+       select j.created_at, pg_notify(?, ${jobEventSql('j', 't.seq', 'null::text')})
        from j, t, q`,
       [
         deployment.id,

@@ -1,12 +1,15 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Logger as GraphileLogger, run, type Runner } from 'graphile-worker';
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { constants, createWriteStream, mkdirSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { boundedPool } from '../db/pg-bounds';
 import type { DeploymentService } from '../deployments/deployment.service';
 import { DISPATCH_TASK } from '../deployments/deployment.service';
 import { CHANNELS, type EventBus } from '../events/event-bus';
@@ -30,6 +33,8 @@ const MAX_OUTPUT_DEPTH = 8;
 export interface JobRunnerOptions {
   databaseUrl: string;
   concurrency: number;
+  /** DATABASE_QUERY_TIMEOUT_MS, for the queue's own connections. */
+  queryTimeoutMs?: number;
 }
 
 /** The log-line payload on CHANNELS.jobLogs. */
@@ -52,7 +57,8 @@ class WorkerStopping extends Error {}
 export class JobRunner {
   readonly instanceId = randomUUID();
   private readonly host = os.hostname();
-  private runner: Runner | null = null;
+  private readonly runners: Runner[] = [];
+  private queuePool: ReturnType<typeof boundedPool> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   /** Jobs this worker has claimed and not finished with, and their executor handle once known. */
   private readonly mine = new Map<string, string | null>();
@@ -91,17 +97,47 @@ export class JobRunner {
     ];
     await this.reconcile();
     this.every(RECONCILE_MS, () => this.reconcile());
-    this.runner = await run({
+    this.queuePool = boundedPool({
       connectionString: this.opts.databaseUrl,
-      concurrency: this.opts.concurrency,
-      maxPoolSize: Math.min(10, this.opts.concurrency + 2),
-      noHandleSignals: true,
-      pollInterval: 2000,
-      logger: graphileLogger(this.log),
-      taskList: {
-        [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
-      },
+      max: Math.min(10, this.opts.concurrency + 2),
+      timeoutMs: this.opts.queryTimeoutMs ?? 0,
+      applicationName: 'media-platform-queue',
     });
+    await this.startQueue(this.opts.concurrency);
+  }
+
+  /**
+   * Takes dispatch tasks with `concurrency` workers. A graphile-worker worker that cannot record a
+   * task's end (the database went away at that moment) stops for good (0.16 does not replace
+   * it), so a new one is started in its place once the database answers again.
+   */
+  private async startQueue(concurrency: number): Promise<void> {
+    const events = new EventEmitter() as NonNullable<Parameters<typeof run>[0]['events']>;
+    events.on('worker:fatalError', () => void this.replaceQueueWorker());
+    this.runners.push(
+      await run({
+        pgPool: this.queuePool!,
+        concurrency,
+        noHandleSignals: true,
+        pollInterval: 2000,
+        logger: graphileLogger(this.log),
+        events,
+        taskList: {
+          [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
+        },
+      }),
+    );
+  }
+
+  private async replaceQueueWorker(): Promise<void> {
+    for (let wait = 500; !this.stopping; wait = Math.min(wait * 2, 10_000)) {
+      try {
+        return await this.startQueue(1);
+      } catch (err) {
+        this.log.warn({ err, retryInMs: wait }, 'cannot replace a stopped queue worker yet');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
   }
 
   /**
@@ -111,7 +147,8 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
-    await Promise.all([this.runner?.stop(), this.executor.close()]);
+    await Promise.all([...this.runners.map((r) => r.stop()), this.executor.close()]);
+    await this.queuePool?.end();
     for (const off of this.offEvents) off();
     await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
   }
@@ -181,11 +218,24 @@ export class JobRunner {
         (stream, line) => log.line(stream, line),
       );
       this.mine.set(job.id, running.externalId);
-      if (!(await this.jobs.transition(job.id, 'running', { externalId: running.externalId })))
-        await this.executor.cancel(running.externalId); // canceled while starting
+      const externalId = running.externalId;
+      const moved = await this.untilAvailable(async (retry) => {
+        // A retried statement may have committed before its answer was lost.
+        const now = retry ? await this.jobs.byId(job.id) : null;
+        return now?.status === 'running' ? now : this.jobs.transition(job.id, 'running', { externalId });
+      });
+      if (!moved) await this.executor.cancel(externalId); // canceled while starting
       const exit = await running.finished;
       await log.end();
-      await this.finish(job, exit, log, outputDir);
+      await this.untilAvailable(async (retry) => {
+        if (retry) {
+          // Started again from scratch, unless the failed attempt's end was recorded after all.
+          const now = await this.jobs.byId(job.id);
+          if (!now || isTerminal(now.status)) return;
+          await this.media.discardJobOutputs(job.id);
+        }
+        await this.finish(job, exit, log, outputDir);
+      });
     } catch (err) {
       // Never leave a process behind a job that is recorded as ended.
       if (running) {
@@ -194,12 +244,33 @@ export class JobRunner {
       }
       await log.end();
       this.log.warn({ err, jobId: job.id }, 'job failed before it could finish');
-      await this.media.discardJobOutputs(job.id).catch(() => undefined);
-      await this.jobs
-        .transition(job.id, 'failed', { error: (err as Error).message, logTail: log.tail() })
-        .catch((e) => this.log.error({ err: e, jobId: job.id }, 'could not record a failed job'));
+      await this.untilAvailable(async () => {
+        await this.media.discardJobOutputs(job.id).catch((e) => {
+          if (isDatabaseUnavailable(e)) throw e;
+        });
+        await this.jobs.transition(job.id, 'failed', { error: (err as Error).message, logTail: log.tail() });
+      }).catch((e) => this.log.error({ err: e, jobId: job.id }, 'could not record a failed job'));
     } finally {
       await rm(workDir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Runs `step` again while the database is unavailable, so that what happens to a job during an
+   * outage is recorded once the database is back; a stopping worker leaves it to reconciliation.
+   */
+  private async untilAvailable<T>(step: (retry: boolean) => Promise<T>): Promise<T> {
+    for (let retry = false, wait = 500; ; retry = true, wait = Math.min(wait * 2, 10_000)) {
+      try {
+        return await step(retry);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || this.stopping) throw err;
+        this.log.warn(
+          { err, retryInMs: wait },
+          'the database is unavailable; the job is recorded when it is back',
+        );
+        await new Promise((r) => setTimeout(r, wait));
+      }
     }
   }
 
@@ -268,7 +339,7 @@ export class JobRunner {
         });
       } catch (err) {
         await handle.close().catch(() => undefined);
-        throw new Error(`could not keep the output ${name}: ${(err as Error).message}`);
+        throw new Error(`could not keep the output ${name}: ${(err as Error).message}`, { cause: err });
       }
     }
     return stored;

@@ -34,6 +34,36 @@ export interface JobEvent {
   at: string;
   /** The transition's id: increasing, so a subscriber can tell what it has already seen. */
   seq: number;
+  /** The job as the transition left it (see jobEventSql); absent from events re-read after a gap. */
+  job?: JobSnapshot;
+}
+
+/**
+ * A job's columns in its events, by their Job property names (`deploymentId` for the relation;
+ * times as ISO text). The large ones are there only when small enough (see jobEventSql).
+ */
+export type JobSnapshot = Partial<Record<keyof Job | 'deploymentId', unknown>>;
+
+/**
+ * The JSON text of a job event for the row `j` (after its change), its transition's id `seq` and
+ * previous state `from`. Subscribers answer from it without reading the job when the fields they
+ * asked for are in it; so that NOTIFY's 8000-byte limit holds, the columns of unbounded size are
+ * put in only below a size (the log tail never): at most about 6.7 KB in all.
+ */
+export function jobEventSql(j: string, seq: string, from: string): string {
+  const ifSmall = (key: string, column: string, bytes: number) =>
+    `case when coalesce(octet_length(${column}::text), 0) <= ${bytes} then jsonb_build_object('${key}', ${column}) else '{}' end`;
+  return `json_build_object('jobId', ${j}.id, 'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id,
+    'status', ${j}.status, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
+    jsonb_build_object('id', ${j}.id, 'deploymentId', ${j}.deployment_id, 'modelId', ${j}.model_id,
+      'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${j}.status,
+      'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
+      'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,
+      'exitCode', ${j}.exit_code, 'queueSeconds', ${j}.queue_seconds, 'runSeconds', ${j}.run_seconds,
+      'createdAt', ${j}.created_at, 'startedAt', ${j}.started_at, 'finishedAt', ${j}.finished_at,
+      'updatedAt', ${j}.updated_at)
+    || ${ifSmall('container', `${j}.container`, 256)} || ${ifSmall('error', `${j}.error`, 1024)}
+    || ${ifSmall('argv', `${j}.argv`, 1536)} || ${ifSmall('output', `${j}.output`, 3072)})::text`;
 }
 
 /** Columns a transition into each state sets, besides status and updated_at. */
@@ -137,8 +167,7 @@ export class JobService {
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
                select id, from_status, status, updated_at from upd returning id as seq)${publish}
-       select upd.*, pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
-                'status', status, 'from', from_status, 'at', updated_at, 'seq', ins.seq)::text) from upd, ins`,
+       select upd.*, pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')}) from upd, ins`,
       [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
     );
     if (rows.length !== 1) return null;
@@ -146,12 +175,55 @@ export class JobService {
     return em.map(Job, row);
   }
 
-  /** The id of a job's latest transition (see JobEvent.seq). */
-  async lastTransition(jobId: string): Promise<number> {
+  /**
+   * A job and the id of its latest transition (see JobEvent.seq), in one statement: read apart,
+   * the two could disagree about a job that moves meanwhile.
+   */
+  async withLastTransition(id: string): Promise<{ job: Job; seq: number } | null> {
+    const em = this.orm.em.fork();
+    const [row]: Record<string, unknown>[] = await em.execute(
+      `select j.*, (select coalesce(max(t.id), 0) from job_transitions t where t.job_id = j.id)::int as last_seq
+       from jobs j where j.id = ?`,
+      [id],
+    );
+    if (!row) return null;
+    const { last_seq: seq, ...job } = row;
+    return { job: em.map(Job, job), seq: seq as number };
+  }
+
+  /** The id of the latest transition of any job. */
+  async lastTransitionId(): Promise<number> {
     const [row] = await this.orm.em
       .fork()
-      .execute('select coalesce(max(id), 0)::int as seq from job_transitions where job_id = ?', [jobId]);
-    return row.seq as number;
+      .execute('select coalesce(max(id), 0)::bigint::text as seq from job_transitions');
+    return Number(row.seq);
+  }
+
+  /**
+   * Transitions after `afterSeq` of the given owners' jobs and of the given jobs, in order, as
+   * events without the job's columns (a subscriber that needs them reads the job as it is now).
+   */
+  async transitionsAfter(
+    afterSeq: number,
+    owners: readonly string[],
+    jobIds: readonly string[],
+  ): Promise<JobEvent[]> {
+    const rows: Record<string, unknown>[] = await this.orm.em.fork().execute(
+      `select t.id::text as seq, t.job_id, t.from_status, t.to_status, t.at, j.owner_type, j.owner_id
+       from job_transitions t join jobs j on j.id = t.job_id
+       where t.id > ? and (t.job_id = any(?::uuid[]) or j.owner_type || ':' || j.owner_id = any(?::text[]))
+       order by t.id`,
+      [afterSeq, `{${jobIds.join(',')}}`, `{${owners.map((o) => `"${o}"`).join(',')}}`],
+    );
+    return rows.map((r) => ({
+      jobId: r.job_id as string,
+      ownerType: r.owner_type as Owner['type'],
+      ownerId: r.owner_id as string,
+      status: r.to_status as JobStatus,
+      from: r.from_status as JobStatus | null,
+      at: new Date(r.at as string).toISOString(),
+      seq: Number(r.seq),
+    }));
   }
 
   /** Keeps the stored log tail current while a job runs (not a transition). */

@@ -86,7 +86,10 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
         if (!errors?.length || data) return;
         const codes = new Set(errors.map((e) => String(e.extensions?.code)));
         const [code] = codes;
-        if (codes.size === 1 && REQUEST_LEVEL_CODES.has(code)) response.http.status = httpStatusOf(code);
+        if (codes.size !== 1 || !REQUEST_LEVEL_CODES.has(code)) return;
+        response.http.status = httpStatusOf(code);
+        const retryAfter = errors[0].extensions?.retryAfterSeconds;
+        if (typeof retryAfter === 'number') response.http.headers.set('retry-after', String(retryAfter));
       },
     };
   },
@@ -109,7 +112,12 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     try {
       await Promise.race([
         orm.em.getConnection().execute('select 1'),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
+        new Promise((_, reject) =>
+          setTimeout(
+            () => reject(new Error('timeout')),
+            Math.min(2000, config.databaseQueryTimeoutMs),
+          ).unref(),
+        ),
       ]);
       res.json({ status: 'ready' });
     } catch {

@@ -56,12 +56,16 @@ export async function startRuntime(
       embedded = await startEmbeddedPostgres(config.dataDir, log);
       databaseUrl = embedded.url;
     }
-    orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
+    orm = await openOrm({
+      clientUrl: databaseUrl,
+      onQuery: options.onQuery,
+      queryTimeoutMs: config.databaseQueryTimeoutMs,
+    });
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
     // The job queue's own schema; every role needs it, since creating a deployment enqueues.
     await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
-    bus = new EventBus(databaseUrl, log);
+    bus = new EventBus(databaseUrl, log, config.databaseQueryTimeoutMs);
     await bus.start();
 
     let verifier: TokenVerifier;
@@ -101,7 +105,11 @@ export async function startRuntime(
         createExecutor(config, log),
         bus,
         log,
-        { databaseUrl, concurrency: config.localExecutorConcurrency },
+        {
+          databaseUrl,
+          concurrency: config.localExecutorConcurrency,
+          queryTimeoutMs: config.databaseQueryTimeoutMs,
+        },
       );
       await runner.start();
     }

@@ -1,3 +1,4 @@
+import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import { createParameterDecorator, Field, ObjectType, type ClassType } from 'type-graphql';
 import { requirePrincipal, type Principal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -65,4 +66,21 @@ export function toConnection<T, U>(
     },
     pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
   };
+}
+
+/**
+ * The names of the fields selected directly below the field being resolved, through fragments
+ * (whether `@skip`/`@include` would drop them is not asked: the set may be larger, never smaller).
+ */
+export function selectedFields(info: GraphQLResolveInfo): Set<string> {
+  const names = new Set<string>();
+  const visit = (set: SelectionSetNode | undefined) => {
+    for (const s of set?.selections ?? []) {
+      if (s.kind === Kind.FIELD) names.add(s.name.value);
+      else if (s.kind === Kind.INLINE_FRAGMENT) visit(s.selectionSet);
+      else visit(info.fragments[s.name.value]?.selectionSet);
+    }
+  };
+  for (const node of info.fieldNodes) visit(node.selectionSet);
+  return names;
 }

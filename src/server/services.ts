@@ -56,7 +56,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
   const jobs = new JobService(orm);
   const deployments = new DeploymentService(orm, config, models, media);
-  const live = new JobLive(bus, jobs);
+  const live = new JobLive(bus, jobs, log);
   const billing = new BillingService(orm, config.prices);
   return {
     users,
