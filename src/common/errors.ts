@@ -102,6 +102,14 @@ const UNAVAILABLE_CODES = new Set([
 const UNAVAILABLE_MESSAGE =
   /Connection terminated|Knex: Timeout acquiring a connection|connection is closed|^timeout expired$|the database did not answer within/i;
 
+/**
+ * A GraphQL message without its "Did you mean ...?" part: suggestions name fields, types and
+ * enum values, which production does not show (and REST clients never need).
+ */
+export function withoutSuggestions(message: string): string {
+  return message.replace(/\s*Did you mean [^?]*\?/g, '').trim();
+}
+
 /** Turns anything thrown into an AppError; unknown errors become INTERNAL (the caller logs them). */
 export function toAppError(err: unknown): { error: AppError; unexpected: boolean } {
   if (err instanceof AppError) return { error: err, unexpected: false };

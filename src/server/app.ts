@@ -6,7 +6,15 @@ import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { specifiedRules, validate, type GraphQLFormattedError } from 'graphql';
+import {
+  execute,
+  GraphQLError,
+  specifiedRules,
+  subscribe,
+  validate,
+  type ExecutionArgs,
+  type GraphQLFormattedError,
+} from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
@@ -18,7 +26,14 @@ import type { Credentials } from '../auth/authenticator';
 import { loginRoutes } from '../auth/login.routes';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
-import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
+import {
+  AppError,
+  graphqlErrorExtensions,
+  httpStatusOf,
+  isErrorCode,
+  toAppError,
+  withoutSuggestions,
+} from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
@@ -33,6 +48,7 @@ import {
   requestLogs,
   sendError,
 } from './http.helpers';
+import { inputProblems } from './graphql.inputs';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
 
@@ -52,15 +68,22 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. */
-function formatGraphQLError(log: Logger) {
+/**
+ * Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. Every
+ * error of every transport passes here, so this is where production hides suggestions.
+ */
+function formatGraphQLError(log: Logger, hideSuggestions: boolean) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = (error as { originalError?: unknown }).originalError;
     const requestId = (formatted.extensions?.requestId as string) ?? undefined;
     if (original === undefined || original === null || (original as Error).name === 'GraphQLError') {
       // Parse, validation and variable errors: the request's fault. Keep graphql's message.
       const code = formatted.extensions?.code;
-      return { ...formatted, extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' } };
+      return {
+        ...formatted,
+        message: hideSuggestions ? withoutSuggestions(formatted.message) : formatted.message,
+        extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' },
+      };
     }
     const { error: appError, unexpected } = toAppError(original);
     if (unexpected) log.error({ err: original, path: formatted.path }, 'unexpected error in a resolver');
@@ -72,6 +95,26 @@ function formatGraphQLError(log: Logger) {
     };
   };
 }
+
+/** The input rule of graphql.inputs.ts as an error of the request, answered 400. */
+function inputError(args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>) {
+  const problem = inputProblems(args.schema, args.document, args.operationName, args.variableValues);
+  return (
+    problem &&
+    new GraphQLError(problem.message, { originalError: problem, extensions: { http: { status: 400 } } })
+  );
+}
+
+const inputsPlugin: ApolloServerPlugin<RequestContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ schema, document, operationName, request }) {
+        const error = inputError({ schema, document, operationName, variableValues: request.variables });
+        if (error) throw error;
+      },
+    };
+  },
+};
 
 /** Request-level failures whose HTTP status follows their code when the answer has no data. */
 const REQUEST_LEVEL_CODES = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNAVAILABLE']);
@@ -97,6 +140,7 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
 
 export async function createApp({ config, log, orm, services, publicRoutes = [] }: AppDeps): Promise<App> {
   const schema = buildAppSchema(services);
+  const hideSuggestions = config.nodeEnv === 'production';
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
@@ -162,7 +206,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     // Tokens are bounded by graphql-js's own parser option below, which Apollo answers with 400.
     maxTokens: { enabled: false },
     costLimit: { maxCost: 5000 },
-    blockFieldSuggestion: { enabled: config.nodeEnv === 'production' },
+    // Every suggestion (fields, types, enum values), over every transport: formatGraphQLError.
+    blockFieldSuggestion: { enabled: false },
   }).protect();
   const apollo = new ApolloServer<RequestContext>({
     schema,
@@ -173,8 +218,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     parseOptions: { maxTokens: 2000 },
     includeStacktraceInErrorResponses: false,
     validationRules: armor.validationRules,
-    plugins: [...armor.plugins, ApolloServerPluginLandingPageDisabled(), statusPlugin],
-    formatError: formatGraphQLError(log),
+    plugins: [...armor.plugins, ApolloServerPluginLandingPageDisabled(), inputsPlugin, statusPlugin],
+    formatError: formatGraphQLError(log, hideSuggestions),
   });
   await apollo.start();
   // GraphQL multipart requests (uploadMedia); bytes stream straight to the resolver.
@@ -200,12 +245,20 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
-  const formatError = formatGraphQLError(log);
+  const formatError = formatGraphQLError(log, hideSuggestions);
   const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
     {
       schema,
       // The same limits and error shapes as over HTTP.
       validate: (s, doc) => validate(s, doc, [...specifiedRules, ...armor.validationRules]),
+      execute: (args) => {
+        const error = inputError(args);
+        return error ? { errors: [error] } : execute(args);
+      },
+      subscribe: (args) => {
+        const error = inputError(args);
+        return error ? { errors: [error] } : subscribe(args);
+      },
       onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(e.toJSON(), e)),
       onNext: (_ctx, _id, _payload, _args, result) =>
         result.errors
