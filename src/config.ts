@@ -49,7 +49,7 @@ export interface Config {
   localExecutorTrust: 'builtin' | 'any';
   /** Jobs the local executor runs at once. */
   localExecutorConcurrency: number;
-  /** PATH of the processes the local executor starts. */
+  /** PATH of the processes the service starts (jobs of the local executor, the chat bridge's). */
   localExecutorPath: string;
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
