@@ -660,7 +660,8 @@ describe('matterbridge bridges', () => {
     ],
     [{ name: 'x', conf: { ...discord.conf, platform: undefined } }, 'conf.platform', 'is required'],
     [{ name: 'x', conf: { ...discord.conf, channel: 'gen\neral' } }, 'conf.channel', 'control characters'],
-    [{ name: 'x', conf: { ...discord.conf, token: 'tok\u0000en' } }, 'conf.token', 'NUL characters'], // the rule of every string input,
+    // The rule of every string input (src/common/text.ts).
+    [{ name: 'x', conf: { ...discord.conf, token: 'tok\u0000en' } }, 'conf.token', 'NUL characters'],
     [{ name: 'x', conf: { ...discord.conf, token: '' } }, 'conf.token', 'is required'],
     [{ name: 'x', conf: { ...discord.conf, server: undefined } }, 'conf.server', 'is required for discord'],
     [
