@@ -51,6 +51,10 @@ export interface Config {
   localExecutorConcurrency: number;
   /** PATH of the processes the service starts (jobs of the local executor, the chat bridge's). */
   localExecutorPath: string;
+  /** Per local job (0: none): memory of its processes, open files per process, processes. */
+  localExecutorMemoryMb: number;
+  localExecutorMaxOpenFiles: number;
+  localExecutorMaxProcesses: number;
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
@@ -348,6 +352,9 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     localExecutorTrust: p.oneOf('LOCAL_EXECUTOR_TRUST', ['builtin', 'any'] as const, 'builtin'),
     localExecutorConcurrency: p.int('LOCAL_EXECUTOR_CONCURRENCY', availableParallelism(), 1, 1024),
     localExecutorPath: p.str('PATH', '/usr/local/bin:/usr/bin:/bin'),
+    localExecutorMemoryMb: p.int('LOCAL_EXECUTOR_MEMORY_MB', 2048, 0, 1_048_576),
+    localExecutorMaxOpenFiles: p.int('LOCAL_EXECUTOR_MAX_OPEN_FILES', 1024, 0, 1_048_576),
+    localExecutorMaxProcesses: p.int('LOCAL_EXECUTOR_MAX_PROCESSES', 256, 0, 1_000_000),
     graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),

@@ -23,6 +23,8 @@ export interface JobExit {
   signal: string | null;
   /** Set when the executor ended the job itself (timeout, cancel) or lost track of it. */
   reason: 'timeout' | 'canceled' | 'lost' | null;
+  /** Why it failed, in words, when the executor knows better than the exit code (a resource limit). */
+  error?: string;
 }
 
 export interface RunningJob {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Logger } from '../common/logger';
 import type { Executor, JobExit, JobSpec, LogStream, RunningJob } from './executor.port';
+import type { JobLimits } from './job-limits';
 import type { LauncherMessage, SpawnRequest } from './launcher';
 
 export interface LocalExecutorOptions {
@@ -15,12 +16,16 @@ export interface LocalExecutorOptions {
   log: Logger;
   /** Time between SIGTERM and SIGKILL when a job is stopped. */
   killGraceMs?: number;
+  /** Per job (job-limits.ts); absent: none. */
+  limits?: JobLimits;
 }
 
 /** Longer output lines are cut here: a program without newlines must not grow memory. */
 export const MAX_LINE = 8192;
 /** Environment marker that ties a process (and its children) to its job, across restarts. */
 export const JOB_ENV = 'MEDIA_JOB_ID';
+/** How programs say that no more files could be opened (strerror(EMFILE), Node's code). */
+const OPEN_FILES_LIMIT = /\bEMFILE\b|too many open files/i;
 
 /** Splits text chunks into lines (without the newline); a line is cut at MAX_LINE. */
 export class LineSplitter {
@@ -50,6 +55,8 @@ interface Running {
   launcher: ChildProcess | null;
   pid: number | null;
   reason: JobExit['reason'];
+  /** It printed that it could not open more files. */
+  sawOpenFilesLimit: boolean;
   lines: Record<LogStream, LineSplitter>;
   spawned: { resolve: (pid: number) => void; reject: (err: Error) => void };
   end: (exit: JobExit) => void;
@@ -84,14 +91,16 @@ export class LocalExecutor implements Executor {
     await this.acquire();
     let spawned!: Running['spawned'];
     let end!: Running['end'];
+    const line = (stream: LogStream) => (l: string) => {
+      if (!job.sawOpenFilesLimit && OPEN_FILES_LIMIT.test(l)) job.sawOpenFilesLimit = true;
+      onLine(stream, l);
+    };
     const job: Running = {
       launcher: null,
       pid: null,
       reason: null,
-      lines: {
-        stdout: new LineSplitter((l) => onLine('stdout', l)),
-        stderr: new LineSplitter((l) => onLine('stderr', l)),
-      },
+      sawOpenFilesLimit: false,
+      lines: { stdout: new LineSplitter(line('stdout')), stderr: new LineSplitter(line('stderr')) },
       spawned: null as never,
       end: null as never,
       finished: new Promise<JobExit>((resolve) => (end = resolve)),
@@ -119,6 +128,7 @@ export class LocalExecutor implements Executor {
         OUTPUT_DIR: spec.outputDir,
         [JOB_ENV]: spec.jobId,
       },
+      limits: this.opts.limits,
     };
     try {
       job.launcher = this.ensureLauncher();
@@ -210,8 +220,35 @@ export class LocalExecutor implements Executor {
       case 'exit':
         job.lines.stdout.end();
         job.lines.stderr.end();
-        return job.end({ exitCode: m.code, signal: m.signal, reason: job.reason });
+        return job.end({
+          exitCode: m.code,
+          signal: m.signal,
+          reason: job.reason,
+          error: job.reason ? undefined : this.limitError(m, job),
+        });
     }
+  }
+
+  /**
+   * Why a job failed when a limit was the cause: the watch stopped it, or the program failed at
+   * its memory limit (allocations refused) or after it could open no more files.
+   */
+  private limitError(m: Extract<LauncherMessage, { type: 'exit' }>, job: Running): string | undefined {
+    const limits = this.opts.limits;
+    if (!limits) return undefined;
+    const mb = Math.round(limits.memoryBytes / 1024 / 1024);
+    if (m.limits?.exceeded === 'memory')
+      return `the job used more than its memory limit of ${mb} MB (LOCAL_EXECUTOR_MEMORY_MB); its processes were stopped`;
+    if (m.limits?.exceeded === 'processes')
+      return `the job ran more than ${limits.processes} processes (LOCAL_EXECUTOR_MAX_PROCESSES); its processes were stopped`;
+    if (m.code === 0) return undefined;
+    const how = m.code === null ? `was killed by ${m.signal}` : `exited with code ${m.code}`;
+    const margin = Math.min(64 * 1024 * 1024, limits.memoryBytes / 4);
+    if (limits.memoryBytes && (m.limits?.peakDataBytes ?? 0) >= limits.memoryBytes - margin)
+      return `the program ${how} at its memory limit of ${mb} MB (LOCAL_EXECUTOR_MEMORY_MB): it most likely ran out of memory`;
+    if (limits.openFiles && job.sawOpenFilesLimit)
+      return `the program ${how} after reaching its limit of ${limits.openFiles} open files (LOCAL_EXECUTOR_MAX_OPEN_FILES)`;
+    return undefined;
   }
 
   /** The launcher died: its jobs cannot be followed any more, so they are stopped and end. */

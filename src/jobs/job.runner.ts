@@ -285,6 +285,8 @@ export class JobRunner {
       await fail('the executor lost track of the job; its processes were stopped');
     } else if (exit.reason === 'timeout') {
       await fail(`timed out after ${job.timeoutSeconds} s; its processes were stopped`);
+    } else if (exit.error) {
+      await fail(exit.error);
     } else if (exit.exitCode !== 0) {
       await fail(
         `the program ${exit.exitCode === null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`}`,
