@@ -10,6 +10,8 @@ export default tseslint.config(
       'node_modules/**',
       '.data/**',
       'rest-compat/generated/**',
+      'web/src/generated/**',
+      'test-browser/artifacts/**',
       'jest.config.js',
       'test/fixtures/**',
     ],

@@ -39,7 +39,8 @@ export function checkReturnTo(publicUrl: string, value: unknown): string | null 
   const refuse = () => AppError.validation({ return_to: 'must be a path of this service, such as /jobs' });
   if (typeof value !== 'string' || value.length > MAX_RETURN_TO) throw refuse();
   // eslint-disable-next-line no-control-regex
-  if (!value.startsWith('/') || /^\/[/\\]/.test(value) || /[\\\u0000-\u001f\u007f]/.test(value)) throw refuse();
+  if (!value.startsWith('/') || /^\/[/\\]/.test(value) || /[\\\u0000-\u001f\u007f]/.test(value))
+    throw refuse();
   const base = new URL(publicUrl);
   const url = new URL(value, base);
   if (url.origin !== base.origin) throw refuse();

@@ -1,9 +1,13 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
+import { SESSION_COOKIE } from '../auth/login.routes';
+import { readCookie } from './http.helpers';
 
 /** Paths of the API and of other routes: never answered with the web app's page. */
 const RESERVED = /^\/(api|graphql|graphql-ide|uploads|media|oidc|healthz|readyz|metrics|assets)(\/|$)/;
+/** The page the app shows after signing out: served without a session. */
+const SIGNED_OUT_PATH = '/signed-out';
 /** Hashed file names (Vite's `name-<hash>.ext`): their content never changes. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 const FILE_NAME = /^[\w.-]+$/;
@@ -81,6 +85,12 @@ export function webAppRoutes({ dir, mediaOrigins }: WebAppOptions): Router {
     if (RESERVED.test(req.path) || !existsSync(index)) return next();
     // Only navigations: an API client asking for JSON keeps the JSON 404.
     if (req.accepts(['application/json', 'text/html']) !== 'text/html') return next();
+    // A visitor without a session goes through the login flow first and comes back here. (With a
+    // cookie that has expired, the app finds out from the token endpoint and does the same.)
+    if (!readCookie(req, SESSION_COOKIE) && req.path !== SIGNED_OUT_PATH) {
+      const returnTo = req.originalUrl.length <= 2048 ? req.originalUrl : req.path;
+      return res.redirect(302, `/api/v1/auth/login?return_to=${encodeURIComponent(returnTo)}`);
+    }
     res.setHeader('Content-Security-Policy', csp);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'same-origin');
