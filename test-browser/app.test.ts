@@ -21,6 +21,8 @@ let h: Harness;
 let alice: Person;
 /** The operator's token (not a person in a browser): a blocker job and the long-running model. */
 let operator: string;
+/** A person's own user token, as `npm run token -- <username>` gives it (outlives the app's tokens). */
+let userAuth: (username: string) => Promise<string>;
 let sleeperModel: string;
 let imageName: string;
 
@@ -48,7 +50,9 @@ async function noErrors(person: Person, allowed?: RegExp) {
 beforeAll(async () => {
   h = await startHarness({ LOCAL_EXECUTOR_CONCURRENCY: '1', SESSION_TOKEN_TTL_SECONDS: '30' });
   const key = await loadDevSigningKey(h.app.config.dataDir);
-  operator = `Bearer ${await signUserToken(key, devIssuerUrl(h.url), devAudience(h.app.config), { sub: 'operator' })}`;
+  userAuth = async (sub) =>
+    `Bearer ${await signUserToken(key, devIssuerUrl(h.url), devAudience(h.app.config), { sub })}`;
+  operator = await userAuth('operator');
   const created = await api(
     operator,
     'mutation ($input: CreateModelInput!) { createModel(input: $input) { id } }',
@@ -120,7 +124,10 @@ describe('the web app in a browser', () => {
     await row.getByText('done').waitFor();
     const progress = row.getByRole('progressbar');
     expect(
-      await progress.evaluate((p: HTMLProgressElement, size) => p.value === p.max && p.max >= size, png.length),
+      await progress.evaluate(
+        (p: HTMLProgressElement, size) => p.value === p.max && p.max >= size,
+        png.length,
+      ),
     ).toBe(true);
     const preview = page.getByRole('img', { name: `Preview of ${imageName}` });
     await preview.waitFor();
@@ -288,5 +295,223 @@ describe('the web app in a browser', () => {
     await noErrors(alice);
     await noErrors(bob, /404|not found/i);
     await bob.context.close();
+  });
+
+  it("a team switch shows the team's jobs; keys and teams are managed on the account page", async () => {
+    const { page, context } = alice;
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.url });
+    await nav(page, 'Account').click();
+    await page.getByLabel('New team').fill('Acme');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    await page.getByRole('list', { name: 'Your teams' }).getByText('Acme').waitFor();
+
+    // An API key: its value shown once, copied, working, then revoked.
+    await page.getByLabel('Key name').fill('ci');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByLabel('New API key').textContent())!;
+    expect(key).toMatch(/^[0-9a-f-]{36}$/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+    expect((await h.app.http().get('/api/v1/teams').set('x-service-key', key)).status).toBe(200);
+    await screenshot(page, 'account');
+    await page.getByRole('button', { name: 'Revoke ci' }).click();
+    await page.getByRole('cell', { name: 'revoked' }).waitFor();
+    expect((await h.app.http().get('/api/v1/teams').set('x-service-key', key)).status).toBe(401);
+
+    // Acting as the team: its jobs only, live.
+    const acting = page.locator('#acting-nav');
+    await acting.selectOption({ label: 'team Acme' });
+    await page.getByText('Acting as team Acme').waitFor();
+    await nav(page, 'Jobs').click();
+    await page.getByText('No jobs yet').waitFor();
+    const teamId = await acting.inputValue();
+    const teamAuth = `Bearer ${await tokenOf(alice, teamId)}`;
+    const { jobId } = await deploy(h.app, teamAuth, sleeperModel, {}, 'team run');
+    await page.locator('.job-row', { hasText: 'team run' }).waitFor();
+    await cancel(teamAuth, jobId);
+    await page.locator('.job-row', { hasText: 'team run' }).getByText('canceled').waitFor();
+    expect(await page.locator('.job-row').count()).toBe(1);
+    // The choice survives a reload (the token does not need to: a new one comes from the session).
+    await page.reload();
+    await page.getByText('Acting as team Acme').waitFor();
+    await page.locator('.job-row', { hasText: 'team run' }).waitFor();
+
+    await acting.selectOption({ label: 'myself' });
+    await page.locator('.job-row', { hasText: 'Image thumbnail' }).waitFor();
+    expect(await page.locator('.job-row').allTextContents()).not.toContainEqual(
+      expect.stringContaining('team run'),
+    );
+    await screenshot(page, 'jobs');
+    await nav(page, 'Run a model').click();
+    await page.getByRole('listitem', { name: 'Sleeper' }).waitFor();
+    await screenshot(page, 'models');
+    await nav(page, 'Usage').click();
+    await page.getByRole('cell', { name: 'Image thumbnail' }).waitFor();
+    await screenshot(page, 'usage');
+    await noErrors(alice);
+  });
+
+  it('re-reads the list after the socket dropped and came back', async () => {
+    const { page } = alice;
+    await page.goto('/');
+    await page.locator('[data-live="live"]').waitFor();
+    const auth = await userAuth('alice');
+    const { jobId: running } = await deploy(h.app, auth, sleeperModel, {}, 'before the cut');
+    const row = page.locator('.job-row', { hasText: 'before the cut' });
+    await eventually(async () => expect(await row.locator('.status').textContent()).toBe('running'), 60000);
+
+    h.proxy.blockWebsockets = true;
+    expect(h.proxy.cutWebsockets()).toBeGreaterThan(0);
+    await page.locator('[data-live="reconnecting"]').waitFor();
+    await cancel(auth, running);
+    const { jobId: during } = await deploy(h.app, auth, sleeperModel, {}, 'during the cut');
+    await cancel(auth, during);
+    // Nothing can reach the page while its socket is down.
+    expect(await row.locator('.status').textContent()).toBe('running');
+    expect(await page.locator('.job-row', { hasText: 'during the cut' }).count()).toBe(0);
+
+    h.proxy.blockWebsockets = false;
+    await page.locator('[data-live="live"]').waitFor({ timeout: 60000 });
+    await eventually(async () => expect(await row.locator('.status').textContent()).toBe('canceled'));
+    await page.locator('.job-row', { hasText: 'during the cut' }).getByText('canceled').waitFor();
+    await noErrors(alice, WS_NOISE);
+  });
+
+  it('keeps a list of 1,000 jobs light while events arrive', async () => {
+    const bulk = await signUp(h, 'bulk');
+    const auth = await userAuth('bulk');
+    const blocker = await block();
+    const ids: string[] = [];
+    for (let i = 0; i < 1000; i += 25) {
+      const batch = await Promise.all(
+        Array.from({ length: 25 }, (_, k) => deploy(h.app, auth, sleeperModel, {}, `bulk #${i + k + 1}`)),
+      );
+      ids.push(...batch.map((b) => b.jobId));
+    }
+    const { page } = bulk;
+    await page.reload();
+    const list = page.getByRole('list', { name: 'Jobs, newest first' });
+    await list.waitFor();
+    // Scrolling to the end loads the next page, until all are there.
+    await eventually(async () => {
+      await list.evaluate((el) => (el.scrollTop = el.scrollHeight));
+      expect(await page.getByText('1000 jobs shown.').count()).toBe(1);
+    }, 90000);
+    expect(await list.getByRole('listitem').count()).toBeLessThan(60);
+    await page.locator('.job-row', { hasText: /^bulk #1\b/ }).waitFor();
+
+    // A burst of events: every job canceled, 25 at a time. Rows in view change in place.
+    await page.evaluate(() => {
+      const w = window as unknown as { longTasks: number[] };
+      w.longTasks = [];
+      new PerformanceObserver((l) => l.getEntries().forEach((e) => w.longTasks.push(e.duration))).observe({
+        type: 'longtask',
+      });
+    });
+    for (let i = 0; i < ids.length; i += 25)
+      await Promise.all(ids.slice(i, i + 25).map((id) => cancel(auth, id)));
+    await eventually(async () =>
+      expect([...new Set(await list.locator('.status').allTextContents())]).toEqual(['canceled']),
+    );
+    expect(await list.getByRole('listitem').count()).toBeLessThan(60);
+    await list.evaluate((el) => (el.scrollTop = 0));
+    await page
+      .locator('.job-row', { hasText: /^bulk #1000\b/ })
+      .getByText('canceled')
+      .waitFor();
+    const longTasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+    console.log(`1,000 jobs, 1,000 cancel events: ${longTasks.length} long task(s) on the page`, longTasks);
+    await screenshot(page, 'jobs-1000');
+    await cancel(operator, blocker);
+    await noErrors(bulk);
+    await bulk.context.close();
+  });
+
+  it('renews its token before it expires, and keeps it out of storage and URLs', async () => {
+    const { page } = alice;
+    await page.goto('/files');
+    const isRenewal = (r: { url(): string; request(): { method(): string } }) =>
+      r.url().endsWith('/api/v1/auth/token') && r.request().method() === 'POST';
+    // SESSION_TOKEN_TTL_SECONDS=30: renewed after 20 s; after the second renewal the first token
+    // has expired, and the app goes on working.
+    for (let i = 0; i < 2; i++)
+      expect((await page.waitForResponse(isRenewal, { timeout: 60000 })).status()).toBe(200);
+    await nav(page, 'Jobs').click();
+    await page.locator('.job-row').first().waitFor();
+    const visible = await page.evaluate(
+      () =>
+        `${JSON.stringify({ ...localStorage })}${JSON.stringify({ ...sessionStorage })}${location.href}${document.cookie}`,
+    );
+    expect(visible).not.toMatch(/mps_/);
+    await noErrors(alice);
+  });
+
+  it("GraphiQL runs subscriptions over graphql-ws with the headers pane's credentials", async () => {
+    const page = await alice.context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const auth = await userAuth('alice');
+    await page.addInitScript(
+      (headers) => {
+        localStorage.setItem('graphiql:query', 'subscription { jobs { id status } }');
+        localStorage.setItem('graphiql:headers', headers);
+      },
+      JSON.stringify({ Authorization: auth }),
+    );
+    await page.goto('/graphql');
+    const socket = page.waitForEvent('websocket');
+    await page.locator('.graphiql-execute-button').click();
+    const ws = await socket;
+    await ws.waitForEvent('framereceived', {
+      predicate: (f) => String(f.payload).includes('connection_ack'),
+    });
+    const { jobId } = await deploy(h.app, auth, sleeperModel, {}, 'graphiql');
+    await page.locator('.result-window').getByText(jobId).first().waitFor();
+    await cancel(auth, jobId);
+    await page.locator('.result-window').getByText('"CANCELED"').waitFor();
+    await screenshot(page, 'graphiql');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('works on a phone-sized screen and from the keyboard', async () => {
+    const phone = await signUp(h, 'phone', { width: 390, height: 844 });
+    const { page } = phone;
+    const overflow: Record<string, number> = {};
+    const paths = ['/', '/models', '/files', '/account', '/usage', `/models/${BUILTIN.thumbnail}`];
+    for (const path of paths) {
+      await page.goto(path);
+      await page.locator('h1').first().waitFor();
+      await page.getByText(/^Loading/).waitFor({ state: 'detached' });
+      overflow[path] = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    }
+    expect(overflow).toEqual(Object.fromEntries(paths.map((p) => [p, 0])));
+    await screenshot(page, 'phone-run-form');
+    await page.goto('/');
+    await page.getByText('No jobs yet').waitFor();
+    await screenshot(page, 'phone-jobs');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    for (let i = 0; i < 10; i++) {
+      await page.keyboard.press('Tab');
+      if ((await page.evaluate(() => document.activeElement?.textContent)) === 'Media') break;
+    }
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Media', level: 1 }).waitFor();
+    await noErrors(phone);
+    await phone.context.close();
+  });
+
+  it('signs out: the session and its tokens end', async () => {
+    const auth = `Bearer ${await tokenOf(alice)}`;
+    await alice.page.getByRole('button', { name: 'Sign out' }).click();
+    await alice.page.getByRole('heading', { name: 'You have signed out' }).waitFor();
+    expect((await h.app.gql('{ me { id } }', {}, auth)).status).toBe(401);
+    await noErrors(alice);
+    // The page without a session: straight to the login flow.
+    const res = await alice.page.request.get('/', { maxRedirects: 0 });
+    expect(res.status()).toBe(302);
+    expect(res.headers().location).toBe('/api/v1/auth/login?return_to=%2F');
   });
 });

@@ -32,11 +32,12 @@ function sendBuilt(req: Request, res: Response, file: string, cacheControl: stri
   res.setHeader('Content-Type', TYPES[path.extname(file)] ?? 'application/octet-stream');
   res.setHeader('Cache-Control', cacheControl);
   res.vary('Accept-Encoding');
-  let sent = file;
-  const encoding = req.acceptsEncodings('br', 'gzip', 'identity');
-  if (encoding === 'br' && existsSync(`${file}.br`)) sent = `${file}.br`;
-  else if (encoding === 'gzip' && existsSync(`${file}.gz`)) sent = `${file}.gz`;
-  if (sent !== file) res.setHeader('Content-Encoding', encoding as string);
+  // Brotli when accepted at all (it is smaller), else gzip, else the file itself.
+  const encoding = (['br', 'gzip'] as const).find(
+    (e) => req.acceptsEncodings(e) === e && existsSync(`${file}.${e === 'br' ? 'br' : 'gz'}`),
+  );
+  const sent = encoding ? `${file}.${encoding === 'br' ? 'br' : 'gz'}` : file;
+  if (encoding) res.setHeader('Content-Encoding', encoding);
   res.sendFile(sent, { dotfiles: 'deny', cacheControl: false, lastModified: false });
 }
 

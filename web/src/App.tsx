@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState, useSyncExternalStore } from 'react';
 import { gql, messageOf } from './api/graphql';
-import { liveState, onLiveState, resetLive } from './api/live';
+import { liveState, onLiveState, startLive } from './api/live';
 import { actingScope, onScopeChange, signIn, signOut } from './api/session';
 import { ViewerDocument, type ViewerQuery } from './generated/graphql';
 import { AccountPage, ActingAs } from './pages/Account';
@@ -75,7 +75,7 @@ export function App() {
 
   useEffect(() => {
     if (path === '/signed-out') return;
-    resetLive();
+    startLive();
     void loadViewer();
   }, [scope, loadViewer]);
 

@@ -1,6 +1,6 @@
 import { createClient, type Client } from 'graphql-ws';
 import type { TypedDocumentString } from '../generated/graphql';
-import { accessToken } from './session';
+import { accessToken, onScopeChange } from './session';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting';
 
@@ -49,13 +49,21 @@ function live(): Client {
   return client;
 }
 
-/** Starts over with a new connection (another scope: another principal). */
-export function resetLive(): void {
+/**
+ * Another scope is another principal: a new connection. This runs before the views re-render for
+ * the new scope (it is the first listener), so they subscribe on the new connection.
+ */
+onScopeChange(() => {
   const old = client;
   client = null;
   connectedBefore = false;
   setState('connecting');
   void old?.dispose();
+  live();
+});
+
+/** Opens the connection (at the app's start), so the live state shows before any view subscribes. */
+export function startLive(): void {
   live();
 }
 

@@ -170,36 +170,42 @@ function ApiKeys({ team }: { team: Team | null }) {
             </div>
           ) : null}
           <ErrorNote>{error}</ErrorNote>
-          <table className="table">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.map((k) => (
-                <tr key={k.id}>
-                  <td>{k.name}</td>
-                  <td>{when(k.createdAt)}</td>
-                  <td>{when(k.lastUsedAt)}</td>
-                  <td>
-                    {k.revokedAt ? (
-                      <span className="muted">revoked</span>
-                    ) : (
-                      <button type="button" onClick={() => void revoke(k.id)} aria-label={`Revoke ${k.name}`}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
+          <div className="table-wrap">
+            <table className="table">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {keys.map((k) => (
+                  <tr key={k.id}>
+                    <td>{k.name}</td>
+                    <td>{when(k.createdAt)}</td>
+                    <td>{when(k.lastUsedAt)}</td>
+                    <td>
+                      {k.revokedAt ? (
+                        <span className="muted">revoked</span>
+                      ) : (
+                        <button
+                          type="button"
+                          onClick={() => void revoke(k.id)}
+                          aria-label={`Revoke ${k.name}`}
+                        >
+                          Revoke
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </>

@@ -39,26 +39,28 @@ export function UsagePage() {
       {usage.models.length === 0 ? (
         <p className="muted">No compute this month.</p>
       ) : (
-        <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">Model</th>
-              <th scope="col">Jobs</th>
-              <th scope="col">Machine-seconds</th>
-              <th scope="col">Amount ({usage.currency})</th>
-            </tr>
-          </thead>
-          <tbody>
-            {usage.models.map((m) => (
-              <tr key={m.modelId}>
-                <td>{m.name ?? 'deleted model'}</td>
-                <td>{m.jobs}</td>
-                <td>{Number(m.seconds).toFixed(1)}</td>
-                <td>{m.amount}</td>
+        <div className="table-wrap">
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Model</th>
+                <th scope="col">Jobs</th>
+                <th scope="col">Machine-seconds</th>
+                <th scope="col">Amount ({usage.currency})</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {usage.models.map((m) => (
+                <tr key={m.modelId}>
+                  <td>{m.name ?? 'deleted model'}</td>
+                  <td>{m.jobs}</td>
+                  <td>{Number(m.seconds).toFixed(1)}</td>
+                  <td>{m.amount}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );
