@@ -43,8 +43,10 @@ async function block(): Promise<string> {
   return jobId;
 }
 
+/** No console errors since the last check (but the `allowed` ones); the list starts over. */
 async function noErrors(person: Person, allowed?: RegExp) {
-  expect(person.errors.filter((e) => !allowed?.test(e))).toEqual([]);
+  const errors = person.errors.splice(0);
+  expect(errors.filter((e) => !allowed?.test(e))).toEqual([]);
 }
 
 beforeAll(async () => {
@@ -381,34 +383,35 @@ describe('the web app in a browser', () => {
   it('keeps a list of 1,000 jobs light while events arrive', async () => {
     const bulk = await signUp(h, 'bulk');
     const auth = await userAuth('bulk');
-    await block();
-    // Ten models share the work: creating a deployment counts the run on its model's row.
-    const fillers: string[] = [];
-    for (let m = 1; m <= 10; m++) {
-      const created = await api(
-        operator,
-        'mutation ($input: CreateModelInput!) { createModel(input: $input) { id } }',
-        {
-          input: {
-            name: `Filler ${m}`,
-            container: 'local',
-            command: `node "${PROGRAM}" idle {args}`,
-            tags: ['filler'],
-            args: [],
-          },
-        },
-      );
-      fillers.push(created.createModel.id);
-    }
-    const ids: string[] = [];
+    // One job through the API (canceled at once), then 999 copies of it, queued, straight into
+    // PostgreSQL: creating 1,000 through the API takes minutes on this machine, and what is tested
+    // here is the page. The copies have no task in the job queue, so they never run.
+    const template = await deploy(h.app, auth, sleeperModel, {}, 'bulk #1');
+    await cancel(auth, template.jobId);
     let started = Date.now();
-    for (let i = 0; i < 1000; i += 25) {
-      const batch = await Promise.all(
-        Array.from({ length: 25 }, (_, k) => deploy(h.app, auth, fillers[k % 10], {}, `bulk #${i + k + 1}`)),
+    const rows = await h.app.runtime.orm.em
+      .fork()
+      .getConnection()
+      .execute<{ id: string }[]>(
+        `with n as (select g, gen_random_uuid() as did, gen_random_uuid() as jid from generate_series(2, 1000) g),
+         d as (insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id,
+                                        target_asset_id, created_at)
+               select n.did, s.owner_type, s.owner_id, 'bulk #' || n.g, s.model_id, s.args, s.source_asset_id,
+                      gen_random_uuid(), s.created_at + n.g * interval '1 ms'
+               from deployments s, n where s.id = ?),
+         j as (insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                                 machine_type, machine_count, timeout_seconds, created_at, updated_at)
+               select n.jid, n.did, s.model_id, s.owner_type, s.owner_id, 'queued', s.executor, s.argv, s.container,
+                      s.machine_type, s.machine_count, s.timeout_seconds, s.created_at + n.g * interval '1 ms',
+                      s.created_at + n.g * interval '1 ms'
+               from jobs s, n where s.id = ? returning id, created_at),
+         t as (insert into job_transitions (job_id, from_status, to_status, at) select id, null, 'queued', created_at from j)
+         select id from j order by created_at`,
+        [template.id, template.jobId],
       );
-      ids.push(...batch.map((b) => b.jobId));
-    }
-    console.log(`1,000 deployments created in ${Date.now() - started} ms`);
+    const ids = rows.map((r) => r.id);
+    expect(ids).toHaveLength(999);
+    console.log(`999 jobs copied in ${Date.now() - started} ms`);
     started = Date.now();
     const { page } = bulk;
     await page.reload();
@@ -421,10 +424,13 @@ describe('the web app in a browser', () => {
     }, 90000);
     console.log(`1,000 jobs listed in ${Date.now() - started} ms`);
     expect(await list.getByRole('listitem').count()).toBeLessThan(60);
-    await list.locator('.job-name strong', { hasText: /^bulk #1$/ }).waitFor();
+    await list
+      .locator('.job-row', { has: page.locator('strong', { hasText: /^bulk #1$/ }) })
+      .getByText('canceled')
+      .waitFor();
 
     // A burst of events: the 300 oldest jobs (those in view) canceled, 25 at a time. Rows in view
-    // change in place; the others stay queued behind the blocker, which runs until the end.
+    // change in place; the others stay queued.
     await page.evaluate(() => {
       const w = window as unknown as { longTasks: number[] };
       w.longTasks = [];
@@ -434,6 +440,7 @@ describe('the web app in a browser', () => {
     });
     started = Date.now();
     for (let i = 0; i < 300; i += 25) await Promise.all(ids.slice(i, i + 25).map((id) => cancel(auth, id)));
+    expect(await list.getByRole('listitem').count()).toBeLessThan(60);
     console.log(`300 jobs canceled in ${Date.now() - started} ms`);
     await eventually(async () =>
       expect([...new Set(await list.locator('.status').allTextContents())]).toEqual(['canceled']),

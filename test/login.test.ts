@@ -3,15 +3,14 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createClient } from 'graphql-ws';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import WebSocket from 'ws';
 import { devAudience, devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
 import { freePort } from '../src/db/embedded-postgres';
 import { startTestApp, type TestApp } from './helpers/app';
 import { Browser, formAction, inputValue } from './helpers/browser';
 import { createTestDatabase } from './helpers/db';
 import { spawnService, spawnTs } from './helpers/process';
+import { queryOverWebsocket } from './helpers/ws';
 
 /** The service with its built-in identity provider (no OIDC_ISSUER), on a port known in advance. */
 async function startDevApp(env: Record<string, string> = {}): Promise<TestApp> {
@@ -676,24 +675,11 @@ describe('login with the built-in identity provider', () => {
     it('signing out ends the tokens at once, over HTTP and websockets', async () => {
       const { browser } = await signUp(t.url, 'wanda');
       const { access_token: token } = (await (await tokenOf(browser)).json()) as { access_token: string };
-      const ws = createClient({
-        url: `${t.url.replace('http', 'ws')}/graphql`,
-        webSocketImpl: WebSocket,
-        connectionParams: { Authorization: `Bearer ${token}` },
-        retryAttempts: 0,
+      expect(
+        await queryOverWebsocket(t.url, { Authorization: `Bearer ${token}` }, '{ me { userId } }'),
+      ).toEqual({
+        data: { me: { userId: 'wanda' } },
       });
-      try {
-        const me = await new Promise((resolve, reject) => {
-          let value: unknown;
-          ws.subscribe(
-            { query: '{ me { userId } }' },
-            { next: (v) => (value = v), error: reject, complete: () => resolve(value) },
-          );
-        });
-        expect(me).toEqual({ data: { me: { userId: 'wanda' } } });
-      } finally {
-        await ws.dispose();
-      }
       expect((await browser.request(`${t.url}/api/v1/auth/logout`, { method: 'POST' })).status).toBe(204);
       const after = await t.gql('{ me { userId } }', {}, `Bearer ${token}`);
       expect(after.status).toBe(401);

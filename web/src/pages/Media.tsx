@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState, type DragEvent, type FormEvent } from 'react';
+import { useRef, useState, type DragEvent, type FormEvent } from 'react';
 import { gql, messageOf } from '../api/graphql';
 import { upload, type UploadHandle } from '../api/upload';
 import {
@@ -7,8 +7,8 @@ import {
   UpdateMediaTagsDocument,
   type MediaItemFragment,
 } from '../generated/graphql';
-import { navigate, useQuery } from '../router';
 import { bytes, ErrorNote, Loading, parseTags, when } from '../ui/common';
+import { useTaggedPages } from '../ui/useTaggedPages';
 
 interface Upload {
   key: number;
@@ -22,40 +22,26 @@ interface Upload {
 
 /** The user's files: upload (pick or drop) with progress and cancel, filter by tags, edit tags, delete. */
 export function MediaPage() {
-  const query = useQuery();
-  const tagsParam = query.get('tags') ?? '';
-  const [filterText, setFilterText] = useState(tagsParam);
-  const [items, setItems] = useState<MediaItemFragment[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState('');
+  const {
+    tagsParam,
+    text: filterText,
+    setText: setFilterText,
+    items,
+    setItems,
+    next,
+    load,
+    error,
+    setError,
+    search: filter,
+  } = useTaggedPages(
+    '/files',
+    async (tags, after) =>
+      (await gql(MediaListDocument, { first: 50, after, filter: tags.length ? { tags } : null })).media,
+  );
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [uploadTags, setUploadTags] = useState('');
   const [dragging, setDragging] = useState(false);
   const counter = useRef(0);
-
-  const load = useCallback(
-    async (after: string | null) => {
-      try {
-        const tags = parseTags(tagsParam);
-        const { media } = await gql(MediaListDocument, {
-          first: 50,
-          after,
-          filter: tags.length ? { tags } : null,
-        });
-        setItems((old) => (after && old ? [...old, ...media.nodes] : media.nodes));
-        setNext(media.pageInfo.hasNextPage ? media.pageInfo.endCursor : null);
-        setError('');
-      } catch (err) {
-        setError(messageOf(err));
-      }
-    },
-    [tagsParam],
-  );
-
-  useEffect(() => {
-    setFilterText(tagsParam);
-    void load(null);
-  }, [load, tagsParam]);
 
   const change = (key: number, patch: Partial<Upload>) =>
     setUploads((old) => old.map((u) => (u.key === key ? { ...u, ...patch } : u)));
@@ -89,12 +75,6 @@ export function MediaPage() {
     e.preventDefault();
     setDragging(false);
     if (e.dataTransfer.files.length) start(e.dataTransfer.files);
-  };
-
-  const filter = (e: FormEvent) => {
-    e.preventDefault();
-    const tags = parseTags(filterText).join(',');
-    navigate(tags ? `/files?tags=${encodeURIComponent(tags)}` : '/files');
   };
 
   return (

@@ -1,4 +1,3 @@
-import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { gql, messageOf } from '../api/graphql';
 import {
   FollowModelDocument,
@@ -8,47 +7,27 @@ import {
   UnlikeModelDocument,
   type ModelCardFragment,
 } from '../generated/graphql';
-import { Link, navigate, useQuery } from '../router';
-import { ErrorNote, Loading, parseTags } from '../ui/common';
+import { Link } from '../router';
+import { ErrorNote, Loading } from '../ui/common';
+import { useTaggedPages } from '../ui/useTaggedPages';
 
 /** The catalogue: search by tag (`?tags=a,b`), like and follow, and a way into each run form. */
 export function ModelsPage() {
-  const query = useQuery();
-  const tagsParam = query.get('tags') ?? '';
-  const [text, setText] = useState(tagsParam);
-  const [models, setModels] = useState<ModelCardFragment[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState('');
-
-  const load = useCallback(
-    async (after: string | null) => {
-      try {
-        const tags = parseTags(tagsParam);
-        const { models: conn } = await gql(ModelListDocument, {
-          first: 50,
-          after,
-          filter: tags.length ? { tags } : null,
-        });
-        setModels((old) => (after && old ? [...old, ...conn.nodes] : conn.nodes));
-        setNext(conn.pageInfo.hasNextPage ? conn.pageInfo.endCursor : null);
-        setError('');
-      } catch (err) {
-        setError(messageOf(err));
-      }
-    },
-    [tagsParam],
+  const {
+    text,
+    setText,
+    items: models,
+    setItems: setModels,
+    next,
+    load,
+    error,
+    setError,
+    search,
+  } = useTaggedPages(
+    '/models',
+    async (tags, after) =>
+      (await gql(ModelListDocument, { first: 50, after, filter: tags.length ? { tags } : null })).models,
   );
-
-  useEffect(() => {
-    setText(tagsParam);
-    void load(null);
-  }, [load, tagsParam]);
-
-  const search = (e: FormEvent) => {
-    e.preventDefault();
-    const tags = parseTags(text).join(',');
-    navigate(tags ? `/models?tags=${encodeURIComponent(tags)}` : '/models');
-  };
 
   const replace = (m: ModelCardFragment) =>
     setModels((old) => old?.map((o) => (o.id === m.id ? m : o)) ?? old);

@@ -13,12 +13,7 @@ export function BarChart({
   const width = bars.length * (w + gap);
   return (
     <figure className="chart">
-      <svg
-        viewBox={`0 0 ${width} ${h + 20}`}
-        role="img"
-        aria-label={`Daily cost in ${currency}`}
-        preserveAspectRatio="none"
-      >
+      <svg viewBox={`0 0 ${width} ${h + 20}`} role="img" aria-label={`Daily cost in ${currency}`}>
         {bars.map((b, i) => {
           const c = (b.compute / max) * h;
           const s = (b.storage / max) * h;
