@@ -251,10 +251,16 @@ describe('the web app in a browser', () => {
     await noErrors(alice);
   });
 
-  it('cancels a long job from its page', async () => {
+  it('likes and follows a model, then cancels a long job from its page', async () => {
     const { page } = alice;
     await page.goto('/models?tags=long');
-    await page.getByRole('listitem', { name: 'Sleeper' }).getByRole('link', { name: 'Run' }).click();
+    const card = page.getByRole('listitem', { name: 'Sleeper' });
+    await card.getByRole('button', { name: 'Like (0)' }).click();
+    await card.getByRole('button', { name: 'Liked (1)' }).waitFor();
+    await card.getByRole('button', { name: 'Follow (0)' }).click();
+    await card.getByRole('button', { name: 'Following (1)' }).waitFor();
+    expect(await card.getByRole('button', { name: 'Liked (1)' }).getAttribute('aria-pressed')).toBe('true');
+    await card.getByRole('link', { name: 'Run' }).click();
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.waitForURL(/\/jobs\/[\w-]+$/);
     const head = page.locator('.page-head .status');
