@@ -13,6 +13,7 @@ export default tseslint.config(
       'web/src/generated/**',
       'test-browser/artifacts/**',
       'jest.config.js',
+      'test-browser/jest.config.js',
       'test/fixtures/**',
     ],
   },
