@@ -56,13 +56,6 @@ export class EventBus {
     return () => this.reconnectHandlers.delete(handler);
   }
 
-  /** Handlers registered now (a health figure; subscriptions that ended must not count). */
-  handlerCount(): number {
-    let n = 0;
-    for (const set of this.handlers.values()) n += set.size;
-    return n;
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
