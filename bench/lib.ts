@@ -169,6 +169,7 @@ export async function startService(
 }
 
 export function printTable(title: string, rows: Record<string, string | number>[]): void {
+  if (!rows.length) return;
   console.log(`\n## ${title}\n`);
   const cols = Object.keys(rows[0]);
   console.log(`| ${cols.join(' | ')} |`);

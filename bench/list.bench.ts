@@ -119,21 +119,23 @@ function table(
   runs: Map<Target, Run[]>,
   statements: Map<Target, number>,
 ): void {
-  const base = median(runs.get(targets[0])!.map((r) => r.rps));
+  const base = median(runs.get(targets[0])?.map((r) => r.rps) ?? [NaN]);
   printTable(title, [
-    ...targets.map((t) => {
-      const rs = runs.get(t)!;
-      const rps = median(rs.map((r) => r.rps));
-      return {
-        server: t.name,
-        'req/s': rps.toFixed(0),
-        'p50 ms': median(rs.map((r) => r.p50)),
-        'p99 ms': median(rs.map((r) => r.p99)),
-        ratio: (rps / base).toFixed(2),
-        'statements/req': statements.get(t)!.toFixed(1),
-        load: median(rs.map((r) => r.load)).toFixed(2),
-      };
-    }),
+    ...targets
+      .filter((t) => runs.has(t))
+      .map((t) => {
+        const rs = runs.get(t)!;
+        const rps = median(rs.map((r) => r.rps));
+        return {
+          server: t.name,
+          'req/s': rps.toFixed(0),
+          'p50 ms': median(rs.map((r) => r.p50)),
+          'p99 ms': median(rs.map((r) => r.p99)),
+          ratio: (rps / base).toFixed(2),
+          'statements/req': statements.get(t)!.toFixed(1),
+          load: median(rs.map((r) => r.load)).toFixed(2),
+        };
+      }),
   ]);
 }
 
@@ -306,6 +308,18 @@ export async function run(): Promise<void> {
       },
     ];
 
+    if (process.env.BENCH_EXPLAIN) {
+      for (const sql of [
+        `explain analyze select * from media_assets where owner_type = 'user' and owner_id = '${ownerId}' and status = 'live' order by created_at desc, id desc limit 51`,
+      ])
+        console.log(
+          (await db.query<{ 'QUERY PLAN': string }>(sql)).rows.map((r) => r['QUERY PLAN']).join('\n'),
+        );
+      await db.query('select pg_stat_statements_reset()');
+      await fetchBody(mediaTargets[1]);
+      await fetchBody(mediaTargets[3]);
+      console.log((await db.query(`select query, calls, mean_exec_time from pg_stat_statements`)).rows);
+    }
     const statements = new Map<Target, number>();
     for (const targets of [mediaTargets, jobTargets]) {
       const expected = targets[0].ids(await fetchBody(targets[0]));
@@ -317,7 +331,9 @@ export async function run(): Promise<void> {
       }
     }
 
-    const all = [...mediaTargets, ...jobTargets];
+    // BENCH_ONLY (a pattern of target names) runs a few targets alone, say under BENCH_NODE_ARGS=--cpu-prof.
+    const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
+    const all = [...mediaTargets, ...jobTargets].filter((t) => !only || only.test(t.name));
     const loadBefore = load();
     const { runs, rss } = await interleaved(all);
     console.log(
@@ -327,9 +343,12 @@ export async function run(): Promise<void> {
     table('List of 50 media', mediaTargets, runs, statements);
     table('50 jobs, each with its model and deployment', jobTargets, runs, statements);
     printTable('Peak RSS under this load', [
-      { process: 'bare node:http + pg', 'RSS MiB': (rss.get(bare)! / MiB).toFixed(0) },
-      { process: 'the service (REST and GraphQL)', 'RSS MiB': (rss.get(sut.service)! / MiB).toFixed(0) },
-      { process: 'PostGraphile v4', 'RSS MiB': (rss.get(peer)! / MiB).toFixed(0) },
+      { process: 'bare node:http + pg', 'RSS MiB': ((rss.get(bare) ?? NaN) / MiB).toFixed(0) },
+      {
+        process: 'the service (REST and GraphQL)',
+        'RSS MiB': ((rss.get(sut.service) ?? NaN) / MiB).toFixed(0),
+      },
+      { process: 'PostGraphile v4', 'RSS MiB': ((rss.get(peer) ?? NaN) / MiB).toFixed(0) },
     ]);
     if (SMOKE) console.log('\n(smoke mode: tiny sizes, figures not meaningful)');
   } finally {
