@@ -83,6 +83,16 @@ export async function startChild(script: string, env: Record<string, string>, po
   };
 }
 
+/** CPU time a process has used so far (user + system), in milliseconds. */
+export function cpuMsOf(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+/** Linux's USER_HZ, 100 on every common platform. */
+const CLOCK_TICKS = 100;
+
 /** Resident memory of a process, in bytes. */
 export function rssOf(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

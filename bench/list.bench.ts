@@ -20,6 +20,7 @@ import { print } from 'graphql';
 import { Client } from 'pg';
 import { ListMediaDocument } from '../rest-compat/generated/graphql';
 import {
+  cpuMsOf,
   freePort,
   load,
   median,
@@ -55,10 +56,13 @@ interface Run {
   p50: number;
   p99: number;
   load: number;
+  /** CPU time the serving process used per request: what the load average cannot blur. */
+  cpuMs: number;
 }
 
 async function cannon(t: Target, seconds: number): Promise<Run> {
   const before = load();
+  const cpuBefore = cpuMsOf(t.child.process.pid!);
   const r = await autocannon({
     url: t.child.url + t.request.path,
     method: t.request.method ?? 'GET',
@@ -68,7 +72,13 @@ async function cannon(t: Target, seconds: number): Promise<Run> {
     duration: seconds,
   });
   if (r.non2xx || r.errors) throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, load: (before + load()) / 2 };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    load: (before + load()) / 2,
+    cpuMs: (cpuMsOf(t.child.process.pid!) - cpuBefore) / r.requests.total,
+  };
 }
 
 async function fetchBody(t: Target): Promise<unknown> {
@@ -82,14 +92,15 @@ async function fetchBody(t: Target): Promise<unknown> {
   return body;
 }
 
-/** Statements the database ran per request, over `n` sequential requests. */
-async function statementsPerRequest(db: Client, t: Target, n: number): Promise<number> {
+/** Statements the database ran per request, and their time, over `n` sequential requests. */
+async function statementsPerRequest(db: Client, t: Target, n: number): Promise<{ count: number; ms: number }> {
   await db.query('select pg_stat_statements_reset()');
   for (let i = 0; i < n; i++) await fetchBody(t);
-  const { rows } = await db.query<{ calls: string }>(
-    `select coalesce(sum(calls), 0) as calls from pg_stat_statements where query not like '%pg_stat_statements%'`,
+  const { rows } = await db.query<{ calls: string; ms: number }>(
+    `select coalesce(sum(calls), 0) as calls, coalesce(sum(total_exec_time), 0) as ms
+     from pg_stat_statements where query not like '%pg_stat_statements%'`,
   );
-  return Number(rows[0].calls) / n;
+  return { count: Number(rows[0].calls) / n, ms: rows[0].ms / n };
 }
 
 /** Runs every target ROUNDS times, rotating the order each round; RSS peaks per process. */
@@ -117,7 +128,7 @@ function table(
   title: string,
   targets: Target[],
   runs: Map<Target, Run[]>,
-  statements: Map<Target, number>,
+  statements: Map<Target, { count: number; ms: number }>,
 ): void {
   const base = median(runs.get(targets[0])?.map((r) => r.rps) ?? [NaN]);
   printTable(title, [
@@ -132,7 +143,9 @@ function table(
           'p50 ms': median(rs.map((r) => r.p50)),
           'p99 ms': median(rs.map((r) => r.p99)),
           ratio: (rps / base).toFixed(2),
-          'statements/req': statements.get(t)!.toFixed(1),
+        'CPU ms/req': median(rs.map((r) => r.cpuMs)).toFixed(2),
+          'statements/req': statements.get(t)!.count.toFixed(1),
+        'db ms/req': statements.get(t)!.ms.toFixed(2),
           load: median(rs.map((r) => r.load)).toFixed(2),
         };
       }),
@@ -311,16 +324,19 @@ export async function run(): Promise<void> {
     if (process.env.BENCH_EXPLAIN) {
       for (const sql of [
         `explain analyze select * from media_assets where owner_type = 'user' and owner_id = '${ownerId}' and status = 'live' order by created_at desc, id desc limit 51`,
+        `explain analyze select j.*, d.id as "d.id", d.name as "d.name", m.id as "m.id", m.args as "m.args" from jobs j join deployments d on d.id = j.deployment_id left join models m on m.id = j.model_id where j.owner_type = 'user' and j.owner_id = '${ownerId}' order by j.created_at desc, j.id desc limit 51`,
       ])
         console.log(
           (await db.query<{ 'QUERY PLAN': string }>(sql)).rows.map((r) => r['QUERY PLAN']).join('\n'),
         );
       await db.query('select pg_stat_statements_reset()');
-      await fetchBody(mediaTargets[1]);
-      await fetchBody(mediaTargets[3]);
-      console.log((await db.query(`select query, calls, mean_exec_time from pg_stat_statements`)).rows);
+      for (const t of [...mediaTargets, ...jobTargets]) await fetchBody(t);
+      const { rows: stats } = await db.query(
+        `select query, calls, mean_exec_time from pg_stat_statements where query not like '%pg_stat%' order by mean_exec_time desc`,
+      );
+      for (const r of stats) console.log(r.mean_exec_time, r.calls, String(r.query).slice(0, 300));
     }
-    const statements = new Map<Target, number>();
+    const statements = new Map<Target, { count: number; ms: number }>();
     for (const targets of [mediaTargets, jobTargets]) {
       const expected = targets[0].ids(await fetchBody(targets[0]));
       if (expected.length !== 50) throw new Error(`the baseline answered ${expected.length} rows, not 50`);
