@@ -93,7 +93,11 @@ async function fetchBody(t: Target): Promise<unknown> {
 }
 
 /** Statements the database ran per request, and their time, over `n` sequential requests. */
-async function statementsPerRequest(db: Client, t: Target, n: number): Promise<{ count: number; ms: number }> {
+async function statementsPerRequest(
+  db: Client,
+  t: Target,
+  n: number,
+): Promise<{ count: number; ms: number }> {
   await db.query('select pg_stat_statements_reset()');
   for (let i = 0; i < n; i++) await fetchBody(t);
   const { rows } = await db.query<{ calls: string; ms: number }>(
@@ -143,9 +147,9 @@ function table(
           'p50 ms': median(rs.map((r) => r.p50)),
           'p99 ms': median(rs.map((r) => r.p99)),
           ratio: (rps / base).toFixed(2),
-        'CPU ms/req': median(rs.map((r) => r.cpuMs)).toFixed(2),
+          'CPU ms/req': median(rs.map((r) => r.cpuMs)).toFixed(2),
           'statements/req': statements.get(t)!.count.toFixed(1),
-        'db ms/req': statements.get(t)!.ms.toFixed(2),
+          'db ms/req': statements.get(t)!.ms.toFixed(2),
           load: median(rs.map((r) => r.load)).toFixed(2),
         };
       }),
