@@ -8,10 +8,10 @@
 import { createClient } from 'graphql-ws';
 import { Client } from 'pg';
 import WebSocket from 'ws';
-import { percentile, printTable, startService } from './lib';
+import { percentile, printTable, setting, SMOKE, startService } from './lib';
 
-const JOBS = Number(process.env.BENCH_JOBS ?? 200);
-const THROUGHPUT = Number(process.env.BENCH_THROUGHPUT ?? 1000);
+const JOBS = setting('BENCH_JOBS', 200, 5);
+const THROUGHPUT = setting('BENCH_THROUGHPUT', 1000, 10);
 
 const ms = (ns: bigint) => Number(ns) / 1e6;
 const fmt = (v: number) => v.toFixed(1);
@@ -102,7 +102,7 @@ export async function run(): Promise<void> {
         ? Promise.resolve()
         : new Promise<void>((resolve) => waiters.set(`${id}:${status}`, resolve));
 
-    for (let i = 0; i < 10; i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
+    for (let i = 0; i < (SMOKE ? 1 : 10); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
     const toRunning: number[] = [];
     const toSucceeded: number[] = [];
