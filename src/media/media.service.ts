@@ -135,7 +135,7 @@ export class MediaService {
       em.assign(asset, {
         status: job ? 'uploading' : 'live',
         size: meter.bytes,
-        sha256: meter.digest(),
+        sha256: await meter.digest(),
         tags,
         createdAt: new Date(),
       });
@@ -143,6 +143,7 @@ export class MediaService {
       return asset;
     } catch (err) {
       whole.destroy();
+      meter.discard();
       await this.discard(asset).catch((e) =>
         this.log.error({ err: e, id: asset.id }, 'upload cleanup failed'),
       );
