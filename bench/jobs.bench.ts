@@ -128,10 +128,21 @@ export async function run(): Promise<void> {
     ]);
 
     const start = process.hrtime.bigint();
-    const ids = await Promise.all(Array.from({ length: THROUGHPUT }, () => create()));
+    // Created by 50 concurrent requests: a thousand connections at once overflowed the listen
+    // backlog of a loaded machine (connection resets), which is not what this measures.
+    const ids: string[] = [];
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        while (ids.length < THROUGHPUT) {
+          ids.push('');
+          const i = ids.length - 1;
+          ids[i] = await create();
+        }
+      }),
+    );
     await Promise.all(ids.map((id) => eventOf(id, 'SUCCEEDED')));
     const seconds = ms(process.hrtime.bigint() - start) / 1000;
-    printTable(`Throughput of ${THROUGHPUT} trivial jobs created at once`, [
+    printTable(`Throughput of ${THROUGHPUT} trivial jobs created by 50 concurrent requests`, [
       { jobs: THROUGHPUT, seconds: seconds.toFixed(1), 'jobs/s': (THROUGHPUT / seconds).toFixed(0) },
     ]);
   } finally {

@@ -5,7 +5,7 @@ import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
-import { rowReader } from '../db/rows';
+import { readByIds } from '../db/rows';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
@@ -169,12 +169,7 @@ export class DeploymentService {
 
   /** Deployments by id, as plain read-only rows (the loader of every job list's `deployment`). */
   async byIds(ids: readonly string[]): Promise<Deployment[]> {
-    const wanted = ids.filter(isUuid);
-    if (!wanted.length) return [];
-    const rows: Record<string, unknown>[] = await this.orm.em
-      .fork()
-      .execute('select * from deployments where id = any(?::uuid[])', [`{${wanted.join(',')}}`]);
-    return rows.map(rowReader(this.orm, Deployment));
+    return readByIds(this.orm, Deployment, ids);
   }
 
   /**

@@ -11,7 +11,7 @@ import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
-import { rowReader } from '../db/rows';
+import { readByIds } from '../db/rows';
 import { Model, ModelFollow, ModelLike, type ModelReaction } from './model.entity';
 import { checkDefinition, type ModelDefinitionInput } from './model.validation';
 
@@ -80,12 +80,7 @@ export class ModelService {
 
   /** Models by id (for DataLoaders), as plain read-only rows; deleted ones are simply absent. */
   async byIds(ids: readonly string[]): Promise<Model[]> {
-    const wanted = ids.filter(isUuid);
-    if (!wanted.length) return [];
-    const rows: Record<string, unknown>[] = await this.orm.em
-      .fork()
-      .execute('select * from models where id = any(?::uuid[])', [`{${wanted.join(',')}}`]);
-    return rows.map(rowReader(this.orm, Model));
+    return readByIds(this.orm, Model, ids);
   }
 
   /** The catalogue, newest first. The tag filter is an array overlap (`&&`) served by a GIN index. */
