@@ -325,21 +325,6 @@ export async function run(): Promise<void> {
       },
     ];
 
-    if (process.env.BENCH_EXPLAIN) {
-      for (const sql of [
-        `explain analyze select * from media_assets where owner_type = 'user' and owner_id = '${ownerId}' and status = 'live' order by created_at desc, id desc limit 51`,
-        `explain analyze select j.*, d.id as "d.id", d.name as "d.name", m.id as "m.id", m.args as "m.args" from jobs j join deployments d on d.id = j.deployment_id left join models m on m.id = j.model_id where j.owner_type = 'user' and j.owner_id = '${ownerId}' order by j.created_at desc, j.id desc limit 51`,
-      ])
-        console.log(
-          (await db.query<{ 'QUERY PLAN': string }>(sql)).rows.map((r) => r['QUERY PLAN']).join('\n'),
-        );
-      await db.query('select pg_stat_statements_reset()');
-      for (const t of [...mediaTargets, ...jobTargets]) await fetchBody(t);
-      const { rows: stats } = await db.query(
-        `select query, calls, mean_exec_time from pg_stat_statements where query not like '%pg_stat%' order by mean_exec_time desc`,
-      );
-      for (const r of stats) console.log(r.mean_exec_time, r.calls, String(r.query).slice(0, 300));
-    }
     const statements = new Map<Target, { count: number; ms: number }>();
     for (const targets of [mediaTargets, jobTargets]) {
       const expected = targets[0].ids(await fetchBody(targets[0]));
