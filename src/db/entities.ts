@@ -16,6 +16,7 @@ import { Deployment } from '../deployments/deployment.entity';
 import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
+import { PersistedDocument } from '../documents/document.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -44,5 +45,6 @@ export const entities = [
   Matterbridge,
   LoginFailure,
   MediaStorageInterval,
+  PersistedDocument,
   SessionToken,
 ];

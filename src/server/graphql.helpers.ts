@@ -1,4 +1,4 @@
-import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import { createParameterDecorator, Field, ObjectType, type ClassType } from 'type-graphql';
 import { requirePrincipal, type Principal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -68,19 +68,53 @@ export function toConnection<T, U>(
   };
 }
 
+/** The fields of a selection set, through inline and named fragments. */
+function fieldsOf(
+  set: SelectionSetNode | undefined,
+  fragments: GraphQLResolveInfo['fragments'],
+): FieldNode[] {
+  const out: FieldNode[] = [];
+  for (const s of set?.selections ?? []) {
+    if (s.kind === Kind.FIELD) out.push(s);
+    else {
+      const inner = s.kind === Kind.INLINE_FRAGMENT ? s.selectionSet : fragments[s.name.value]?.selectionSet;
+      out.push(...fieldsOf(inner, fragments));
+    }
+  }
+  return out;
+}
+
+/** The fields called `name` of a selection set, through inline and named fragments. */
+function fieldsNamed(
+  set: SelectionSetNode | undefined,
+  name: string,
+  fragments: GraphQLResolveInfo['fragments'],
+): FieldNode[] {
+  return fieldsOf(set, fragments).filter((f) => f.name.value === name);
+}
+
+/**
+ * Whether the operation asks for `path` below the field being resolved (say `nodes.model` under a
+ * connection), so that a list can read what its items' fields will need in the same statement.
+ * `@skip`/`@include` are not looked at: at worst a column is read for nothing.
+ */
+export function selects(info: GraphQLResolveInfo, ...paths: string[]): boolean {
+  return paths.some((path) => {
+    let nodes: readonly FieldNode[] = info.fieldNodes;
+    for (const name of path.split('.')) {
+      nodes = nodes.flatMap((n) => fieldsNamed(n.selectionSet, name, info.fragments));
+      if (!nodes.length) return false;
+    }
+    return true;
+  });
+}
+
 /**
  * The names of the fields selected directly below the field being resolved, through fragments
- * (whether `@skip`/`@include` would drop them is not asked: the set may be larger, never smaller).
+ * (`@skip`/`@include` are not looked at: the set may be larger, never smaller).
  */
 export function selectedFields(info: GraphQLResolveInfo): Set<string> {
-  const names = new Set<string>();
-  const visit = (set: SelectionSetNode | undefined) => {
-    for (const s of set?.selections ?? []) {
-      if (s.kind === Kind.FIELD) names.add(s.name.value);
-      else if (s.kind === Kind.INLINE_FRAGMENT) visit(s.selectionSet);
-      else visit(info.fragments[s.name.value]?.selectionSet);
-    }
-  };
-  for (const node of info.fieldNodes) visit(node.selectionSet);
-  return names;
+  return new Set(
+    info.fieldNodes.flatMap((n) => fieldsOf(n.selectionSet, info.fragments)).map((f) => f.name.value),
+  );
 }
