@@ -1,6 +1,7 @@
 import { ownerOf, type Principal } from '../auth/principal';
 import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { pause } from '../common/time';
 import { CHANNELS, EventQueue, type EventBus } from '../events/event-bus';
 import type { Job } from './job.entity';
 import type { LogLine } from './job.log';
@@ -267,7 +268,7 @@ export class JobLive {
           return job ? { job, status: e.status } : null;
         } catch (err) {
           if (i >= READ_ATTEMPTS || !isDatabaseUnavailable(err)) throw err;
-          await new Promise((r) => setTimeout(r, wait));
+          await pause(wait);
         }
       }
     };
@@ -299,7 +300,7 @@ export class JobLive {
           return;
         } catch (err) {
           this.log?.warn({ err, retryInMs: wait }, 'cannot read the job events of a gap yet');
-          await new Promise((r) => setTimeout(r, wait));
+          await pause(wait);
         }
       }
     } finally {

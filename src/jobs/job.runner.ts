@@ -9,6 +9,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { pause } from '../common/time';
 import { boundedPool } from '../db/pg-bounds';
 import type { DeploymentService } from '../deployments/deployment.service';
 import { DISPATCH_TASK } from '../deployments/deployment.service';
@@ -135,7 +136,7 @@ export class JobRunner {
         return await this.startQueue(1);
       } catch (err) {
         this.log.warn({ err, retryInMs: wait }, 'cannot replace a stopped queue worker yet');
-        await new Promise((r) => setTimeout(r, wait));
+        await pause(wait);
       }
     }
   }
@@ -269,7 +270,7 @@ export class JobRunner {
           { err, retryInMs: wait },
           'the database is unavailable; the job is recorded when it is back',
         );
-        await new Promise((r) => setTimeout(r, wait));
+        await pause(wait);
       }
     }
   }
