@@ -47,8 +47,9 @@ export interface Executor {
   /**
    * After a restart: stops a job this executor started under an earlier process, if it still
    * runs; answers whether anything was stopped. Its output cannot be followed any more.
+   * `externalId` is null when the job was started but its id not recorded (the worker died meanwhile).
    */
-  stopOrphan(jobId: string, externalId: string): Promise<boolean>;
+  stopOrphan(jobId: string, externalId: string | null): Promise<boolean>;
   /** Waits for running jobs to be stopped on shutdown. */
   close(): Promise<void>;
 }

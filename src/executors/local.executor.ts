@@ -148,24 +148,26 @@ export class LocalExecutor implements Executor {
     for (const job of this.running.values()) if (String(job.pid) === externalId) this.stop(job, 'canceled');
   }
 
-  async stopOrphan(jobId: string, externalId: string): Promise<boolean> {
-    const pgid = Number(externalId);
-    if (!Number.isSafeInteger(pgid) || pgid <= 1 || this.running.has(jobId)) return false;
-    // Only a group some process of which still carries this job's marker is ours to stop.
+  async stopOrphan(jobId: string, externalId: string | null): Promise<boolean> {
+    const pgid = externalId === null ? null : Number(externalId);
+    if ((pgid !== null && (!Number.isSafeInteger(pgid) || pgid <= 1)) || this.running.has(jobId))
+      return false;
+    // Only a group some process of which still carries this job's marker is ours to stop. Without
+    // a recorded id (its worker died while it was starting, after the spawn), every such group.
+    const groups = new Set<number>();
     for (const entry of await readdir('/proc').catch(() => [] as string[])) {
       if (!/^\d+$/.test(entry)) continue;
       const [stat, environ] = await Promise.all([
         readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''),
         readFile(`/proc/${entry}/environ`, 'utf8').catch(() => ''),
       ]);
+      if (!environ.split('\0').includes(`${JOB_ENV}=${jobId}`)) continue;
       // Fields after the `(comm)`: state, ppid, pgrp.
       const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp === pgid && environ.split('\0').includes(`${JOB_ENV}=${jobId}`)) {
-        killGroup(pgid, 'SIGKILL');
-        return true;
-      }
+      if (pgid === null ? pgrp > 1 : pgrp === pgid) groups.add(pgrp);
     }
-    return false;
+    for (const group of groups) killGroup(group, 'SIGKILL');
+    return groups.size > 0;
   }
 
   async close(): Promise<void> {

@@ -403,7 +403,8 @@ export class JobRunner {
       if (!lost) continue;
       const worker = workers.find((w) => w.id === job.workerId);
       const here = !worker || worker.host === this.host;
-      const stopped = here && job.externalId ? await this.executor.stopOrphan(job.id, job.externalId) : false;
+      // A job left `starting` may have a process whose id was never recorded: looked for too.
+      const stopped = here ? await this.executor.stopOrphan(job.id, job.externalId) : false;
       const moved = await this.jobs.transition(job.id, 'failed', {
         error:
           `the worker running this job stopped (crash or restart) before it finished` +
