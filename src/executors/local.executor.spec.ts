@@ -30,7 +30,7 @@ describe('LineSplitter', () => {
 describe('LocalExecutor.stopOrphan', () => {
   const executor = new LocalExecutor({
     concurrency: 1,
-    path: process.env.PATH ?? '',
+    path: '/usr/bin:/bin',
     programs: {},
     launcher: [],
     log: createLogger('silent'),
