@@ -101,7 +101,7 @@ export async function startRuntime(
         createExecutor(config, log),
         bus,
         log,
-        { databaseUrl, concurrency: config.localExecutorConcurrency },
+        { databaseUrl, concurrency: config.workerConcurrency },
       );
       await runner.start();
     }

@@ -52,7 +52,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     { cdnUrl: config.cdnUrl, maxUploadBytes: config.maxUploadBytes },
     log,
   );
-  const models = new ModelService(orm);
+  const models = new ModelService(orm, config.machineTypes);
   const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
   const jobs = new JobService(orm);
   const deployments = new DeploymentService(orm, config, models, media);
