@@ -24,6 +24,8 @@ const jobJson = (j: RestJobFragment) => ({
   status: j.status.toLowerCase(),
   executor: j.executor,
   external_id: j.externalId,
+  nodes: j.nodes,
+  pending_reason: j.pendingReason,
   exit_code: j.exitCode,
   error: j.error,
   created_at: j.createdAt,
