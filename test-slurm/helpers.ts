@@ -28,10 +28,14 @@ export function sharedDir(prefix: string): string {
 export function slurmJob(externalId: string): { state: string; name: string; limit: string } | null {
   let out: string;
   try {
-    out = execFileSync('squeue', ['--noheader', '--states=all', `--jobs=${externalId}`, '--format=%T|%j|%l'], {
-      encoding: 'utf8',
-      stdio: 'pipe',
-    }).trim();
+    out = execFileSync(
+      'squeue',
+      ['--noheader', '--states=all', `--jobs=${externalId}`, '--format=%T|%j|%l'],
+      {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      },
+    ).trim();
   } catch {
     return null; // squeue fails when asked about one job it does not know
   }
@@ -60,7 +64,13 @@ export async function programModel(
     .http()
     .post('/api/v1/models')
     .set('authorization', auth)
-    .send({ name: `program ${mode}`, container: 'local', command: `node "${PROGRAM}" ${mode} {args}`, args: {}, ...more });
+    .send({
+      name: `program ${mode}`,
+      container: 'local',
+      command: `node "${PROGRAM}" ${mode} {args}`,
+      args: {},
+      ...more,
+    });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   return res.body.id;
 }

@@ -118,7 +118,12 @@ describe('a job on Slurm', () => {
   });
 
   it('fails a job whose program exits non-zero, with its exit code and what it printed', async () => {
-    const { jobId } = await deploy(t, alice, await model('fail', { command: `node "${PROGRAM}" fail 3 {args}` }), {});
+    const { jobId } = await deploy(
+      t,
+      alice,
+      await model('fail', { command: `node "${PROGRAM}" fail 3 {args}` }),
+      {},
+    );
     const job = await waitForJob(t, alice, jobId);
     expect(job).toMatchObject({ status: 'FAILED', exitCode: 3, error: 'the program exited with code 3' });
     expect(job.logTail).toContain('something went wrong');
@@ -202,8 +207,12 @@ describe('following a job on Slurm', () => {
     const ended = await waitForJob(t, alice, jobId, (j) => j.logTail.includes('idle'));
     expect(ended.status).toBe('CANCELED');
     const workerOf = async () =>
-      (await t.runtime.orm.em.fork().getConnection().execute('select worker_id from jobs where id = ?', [jobId]))[0]
-        .worker_id as string | null;
+      (
+        await t.runtime.orm.em
+          .fork()
+          .getConnection()
+          .execute('select worker_id from jobs where id = ?', [jobId])
+      )[0].worker_id as string | null;
     expect(await until(workerOf, (w) => w === null)).toBeNull();
   });
 

@@ -1,0 +1,258 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { createTestDatabase } from '../test/helpers/db';
+import { alive } from '../test/helpers/jobs';
+import { until } from '../test/helpers/media';
+import { TestIssuer } from '../test/helpers/oidc-issuer';
+import { spawnService, type Spawned } from '../test/helpers/process';
+import { PROGRAM, requireCluster, sharedDir, slurmJob, slurmJobsNamed } from './helpers';
+
+jest.setTimeout(180_000);
+
+interface JobJson {
+  status: string;
+  external_id: string | null;
+  error: string | null;
+  log_tail: string;
+  result_urls: string[];
+  output: { files: { name: string; url: string }[]; result: unknown };
+}
+
+/** REST calls to a service on `port`. */
+function api(port: number, auth: string) {
+  const call = async (method: string, url: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${port}${url}`, {
+      method,
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  return {
+    call,
+    /** A model that runs until `release` exists, then a deployment of it; answers the job id. */
+    async until(release: string): Promise<string> {
+      const model = await call('POST', '/api/v1/models', {
+        name: 'until',
+        container: 'local',
+        command: `node "${PROGRAM}" until "${release}" {args}`,
+        args: {},
+      });
+      const deployment = await call('POST', '/api/v1/deployments', {
+        name: 'until',
+        model_id: model.body.id,
+        args: {},
+      });
+      const got = await call('GET', `/api/v1/deployments/${deployment.body.id as string}`);
+      return (got.body.job as { id: string }).id;
+    },
+    async job(id: string): Promise<JobJson> {
+      return (await call('GET', `/api/v1/jobs/${id}`)).body as unknown as JobJson;
+    },
+    async transitions(id: string): Promise<string[]> {
+      const res = await call('POST', '/graphql', {
+        query: 'query ($id: ID!) { job(id: $id) { transitions { to } } }',
+        variables: { id },
+      });
+      return (res.body.data as { job: { transitions: { to: string }[] } }).job.transitions.map((x) => x.to);
+    },
+  };
+}
+
+let issuer: TestIssuer;
+let env: Record<string, string>;
+let shared: string;
+const services: Spawned[] = [];
+
+beforeAll(async () => {
+  requireCluster();
+  issuer = await TestIssuer.start();
+  shared = sharedDir('media-slurm-takeover-');
+  env = {
+    DATABASE_URL: await createTestDatabase(),
+    OIDC_ISSUER: issuer.issuer,
+    DATA_DIR: path.join(shared, 'data'),
+    EXECUTOR: 'slurm',
+    SLURM_POLL_SECONDS: '1',
+    LOCAL_EXECUTOR_TRUST: 'any',
+    ROLES: 'api,worker',
+  };
+});
+// A test's services never outlive it: another live worker would take the next test's jobs.
+afterEach(async () => {
+  for (const s of services.splice(0))
+    if (s.child.exitCode === null) {
+      s.child.kill('SIGKILL');
+      await s.exited;
+    }
+});
+afterAll(async () => {
+  await issuer.stop();
+  rmSync(shared, { recursive: true, force: true });
+});
+
+async function start(more: Record<string, string> = {}) {
+  const service = await spawnService({ ...env, ...more });
+  services.push(service);
+  return service;
+}
+
+/** Whether `ids` each name one Slurm job, whose program ran once (its runs file has one pid). */
+function ranOnce(jobId: string, release: string): void {
+  expect(slurmJobsNamed(`media-${jobId}`)).toHaveLength(1);
+  expect(readFileSync(`${release}.runs`, 'utf8').trim().split('\n')).toHaveLength(1);
+}
+
+describe('a Slurm job outlives its worker', () => {
+  it('is taken over after kill -9 and a restart: its log goes on, it succeeds with its outputs, it ran once', async () => {
+    const auth = `Bearer ${await issuer.token('dave')}`;
+    const release = path.join(shared, 'release-kill');
+    const first = await start();
+    const jobId = await api(first.port, auth).until(release);
+    const running = await until(
+      () => api(first.port, auth).job(jobId),
+      (j) => j.status === 'running' && j.log_tail.includes('tick 3'),
+      60_000,
+    );
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect(slurmJob(running.external_id!)!.state).toBe('RUNNING');
+
+    const second = await start();
+    const client = createClient({
+      url: `ws://127.0.0.1:${second.port}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: auth },
+      retryAttempts: 0,
+    });
+    try {
+      // Its log continues live through the new worker.
+      const live = await new Promise<string>((resolve, reject) => {
+        const stop = client.subscribe<{ jobLogs: { line: string } }>(
+          { query: 'subscription ($id: ID!) { jobLogs(id: $id) { line } }', variables: { id: jobId } },
+          {
+            next: (v) => {
+              stop();
+              resolve(v.data!.jobLogs.line);
+            },
+            error: reject,
+            complete: () => reject(new Error('the log ended')),
+          },
+        );
+      });
+      expect(live).toMatch(/^tick \d+$/);
+    } finally {
+      await client.dispose();
+    }
+    writeFileSync(release, '');
+    const job = await until(
+      () => api(second.port, auth).job(jobId),
+      (j) => j.status !== 'running',
+      60_000,
+    );
+    expect(job).toMatchObject({ status: 'succeeded', error: null, external_id: running.external_id });
+    expect(job.output.files.map((f) => f.name)).toEqual(['done.txt']);
+    const file = await fetch(`http://127.0.0.1:${second.port}${new URL(job.result_urls[0]).pathname}`);
+    expect(await file.text()).toMatch(/^done after \d+ ticks/);
+    // The whole log: what the first worker saw, and what came after.
+    const ticks = job.log_tail.split('\n').filter((l) => l.startsWith('tick '));
+    expect(ticks.slice(0, 3)).toEqual(['tick 1', 'tick 2', 'tick 3']);
+    expect(ticks.length).toBeGreaterThan(
+      Number(
+        /tick (\d+)/.exec(
+          running.log_tail
+            .split('\n')
+            .filter((l) => l.startsWith('tick'))
+            .at(-1)!,
+        )![1],
+      ),
+    );
+    expect(await api(second.port, auth).transitions(jobId)).toEqual([
+      'QUEUED',
+      'STARTING',
+      'RUNNING',
+      'SUCCEEDED',
+    ]);
+    ranOnce(jobId, release);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('is found by its name, not submitted again, when the worker died between sbatch and recording it', async () => {
+    const auth = `Bearer ${await issuer.token('dave')}`;
+    const release = path.join(shared, 'release-unrecorded');
+    // An sbatch that submits, then never answers: the worker is stuck right after the submission.
+    const bin = sharedDir('media-slurm-bin-');
+    const replied = path.join(bin, 'submitted');
+    const sbatch = execFileSync('sh', ['-c', 'command -v sbatch'], { encoding: 'utf8' }).trim();
+    writeFileSync(
+      path.join(bin, 'sbatch'),
+      `#!/bin/sh\n"${sbatch}" "$@" > "${replied}"\necho $$ >> "${replied}.pid"\nexec sleep 600\n`,
+    );
+    chmodSync(path.join(bin, 'sbatch'), 0o755);
+    const first = await start({ PATH: `${bin}:${process.env.PATH}` });
+    const jobId = await api(first.port, auth).until(release);
+    await until(
+      async () => existsSync(`${replied}.pid`),
+      (e) => e,
+      60_000,
+    );
+    const stuck = Number(readFileSync(`${replied}.pid`, 'utf8'));
+    expect(await api(first.port, auth).job(jobId)).toMatchObject({ status: 'starting', external_id: null });
+    first.child.kill('SIGKILL');
+    await first.exited;
+    process.kill(stuck, 'SIGKILL');
+    const slurmId = readFileSync(replied, 'utf8').trim();
+    expect(slurmJobsNamed(`media-${jobId}`)).toEqual([slurmId]);
+
+    const second = await start();
+    const job = await until(
+      () => api(second.port, auth).job(jobId),
+      (j) => j.status === 'running',
+      60_000,
+    );
+    expect(job.external_id).toBe(slurmId);
+    writeFileSync(release, '');
+    expect(
+      await until(
+        () => api(second.port, auth).job(jobId),
+        (j) => j.status !== 'running',
+        60_000,
+      ),
+    ).toMatchObject({ status: 'succeeded', external_id: slurmId });
+    ranOnce(jobId, release);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('runs on when its worker shuts down gracefully, and is taken over by the next start', async () => {
+    const auth = `Bearer ${await issuer.token('dave')}`;
+    const release = path.join(shared, 'release-shutdown');
+    const first = await start();
+    const jobId = await api(first.port, auth).until(release);
+    const running = await until(
+      () => api(first.port, auth).job(jobId),
+      (j) => j.status === 'running',
+      60_000,
+    );
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(slurmJob(running.external_id!)!.state).toBe('RUNNING');
+    const second = await start();
+    expect((await api(second.port, auth).job(jobId)).status).toBe('running');
+    writeFileSync(release, '');
+    expect(
+      await until(
+        () => api(second.port, auth).job(jobId),
+        (j) => j.status !== 'running',
+        60_000,
+      ),
+    ).toMatchObject({ status: 'succeeded' });
+    ranOnce(jobId, release);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+});
