@@ -25,12 +25,14 @@ export function sharedDir(prefix: string): string {
 }
 
 /** What Slurm itself says of a job (squeue, including ended ones it still remembers). */
-export function slurmJob(externalId: string): { state: string; name: string; limit: string } | null {
+export function slurmJob(
+  externalId: string,
+): { state: string; name: string; limit: string; cpus: string; partition: string } | null {
   let out: string;
   try {
     out = execFileSync(
       'squeue',
-      ['--noheader', '--states=all', `--jobs=${externalId}`, '--format=%T|%j|%l'],
+      ['--noheader', '--states=all', `--jobs=${externalId}`, '--format=%T|%j|%l|%C|%P'],
       {
         encoding: 'utf8',
         stdio: 'pipe',
@@ -40,8 +42,8 @@ export function slurmJob(externalId: string): { state: string; name: string; lim
     return null; // squeue fails when asked about one job it does not know
   }
   if (!out) return null;
-  const [state, name, limit] = out.split('|');
-  return { state, name, limit };
+  const [state, name, limit, cpus, partition] = out.split('|');
+  return { state, name, limit, cpus, partition };
 }
 
 /** Slurm job ids of jobs named `name`. */

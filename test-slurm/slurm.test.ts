@@ -1,9 +1,14 @@
 import { createClient, type Client } from 'graphql-ws';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
+import { builtinPrograms, slurmJobScript } from '../src/executors/executor.factory';
+import type { SlurmExecutor } from '../src/executors/slurm.executor';
+import { sbatchArgs } from '../src/executors/slurm.sbatch';
+import { parseMachineTypes } from '../src/common/machine-types';
 import { startTestApp, type TestApp } from '../test/helpers/app';
 import { alive, BUILTIN, deploy, jobOf, waitForJob } from '../test/helpers/jobs';
 import { until, uploadFile } from '../test/helpers/media';
@@ -242,5 +247,121 @@ describe('following a job on Slurm', () => {
     const job = await waitForJob(t, alice, jobId);
     expect(job).toMatchObject({ status: 'FAILED', externalId: null });
     expect(job.error).toMatch(/^Slurm refused the job: .*Invalid partition name/);
+  });
+});
+
+describe('a worker on Slurm', () => {
+  it('follows more jobs than it has dispatch slots, and submits a burst a few at a time', async () => {
+    const release = path.join(sharedDir('media-slurm-burst-'), 'release');
+    const modelId = await model('until', { command: `node "${PROGRAM}" until "${release}" {args}` });
+    const jobs = await Promise.all(Array.from({ length: 12 }, () => deploy(t, alice, modelId, {})));
+    // All of them run at once: no job holds one of the worker's 8 dispatch tasks while it runs.
+    const statuses = () => Promise.all(jobs.map(async (d) => (await jobOf(t, alice, d.jobId)).status));
+    expect(await until(statuses, (s) => s.every((x) => x === 'RUNNING'), 90_000)).toEqual(
+      Array(12).fill('RUNNING'),
+    );
+    const executor = (t.runtime.runner as unknown as { executor: SlurmExecutor }).executor;
+    expect(executor.peakCommands).toBeLessThanOrEqual(4);
+    writeFileSync(release, '');
+    for (const d of jobs) expect((await waitForJob(t, alice, d.jobId)).status).toBe('SUCCEEDED');
+  });
+
+  it('fails a job the cluster no longer knows, in words', async () => {
+    const { jobId: done } = await deploy(t, alice, await model('argv'), {});
+    await waitForJob(t, alice, done);
+    // A job that a worker which is gone left running, and that Slurm has forgotten meanwhile.
+    const lost = randomUUID();
+    await t.runtime.orm.em.getConnection().execute(
+      `with d as (insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+                  select gen_random_uuid(), owner_type, owner_id, 'lost', model_id, '{}', gen_random_uuid(), now()
+                  from deployments where id = (select deployment_id from jobs where id = ?) returning *)
+       insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, external_id, worker_id,
+                         argv, container, machine_type, machine_count, timeout_seconds, created_at, updated_at, started_at)
+       select ?, d.id, d.model_id, d.owner_type, d.owner_id, 'running', 'slurm', '99999999', gen_random_uuid(),
+              '["true"]', 'local', 'cpu', 1, 60, now(), now(), now() from d`,
+      [done, lost],
+    );
+    await t.runtime.runner!.reconcile();
+    const job = await waitForJob(t, alice, lost);
+    expect(job).toMatchObject({
+      status: 'FAILED',
+      error: 'the cluster no longer knows Slurm job 99999999; nothing of it is left to follow',
+    });
+  });
+});
+
+describe('machine types on Slurm', () => {
+  const text = [
+    'machine_types:',
+    '  cpu: { slurm: { partition: cpu } }',
+    '  small: { description: two CPUs, slurm: { partition: cpu, cpus: 2, memory: 100M } }',
+    '  second: { slurm: { partition: gpu } }',
+  ].join('\n');
+  const types = parseMachineTypes(text);
+
+  it("runs a model on its machine type's partition and resources", async () => {
+    const file = path.join(sharedDir('media-slurm-types-'), 'machines.yaml');
+    writeFileSync(file, text);
+    const app = await startTestApp(
+      { EXECUTOR: 'slurm', SLURM_POLL_SECONDS: '1', MACHINE_TYPES_FILE: file, ADMIN_SUBJECTS: 'operator' },
+      // A database of its own: the other app's worker would take its jobs, with its own config.
+      { issuer: t.issuer },
+    );
+    try {
+      const res = await app
+        .http()
+        .post('/api/v1/models')
+        .set('authorization', operator)
+        .send({
+          name: 'small',
+          container: 'local',
+          command: `node "${PROGRAM}" idle {args}`,
+          args: {},
+          machine_type: 'small',
+        });
+      expect(res.status).toBe(201);
+      const { jobId } = await deploy(app, alice, res.body.id, {});
+      const running = await waitForJob(app, alice, jobId, (j) => j.status === 'RUNNING');
+      expect(slurmJob(running.externalId!)).toMatchObject({ partition: 'cpu', cpus: '2' });
+      await app.gql('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: jobId }, alice);
+      const refused = await app
+        .http()
+        .post('/api/v1/models')
+        .set('authorization', operator)
+        .send({ name: 'big', container: 'local', command: 'true {args}', args: {}, machine_type: 'huge' });
+      expect(refused.body.error.details).toEqual({
+        machineType: expect.stringContaining('cpu, small, second'),
+      });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('gives Slurm arguments it accepts for every machine type, and for OCI containers', () => {
+    const spec = {
+      jobId: randomUUID(),
+      argv: ['true'],
+      env: {},
+      container: '/srv/bundles/upscale',
+      machineType: 'cpu',
+      machineCount: 1,
+      timeoutSeconds: 60,
+      inputs: [],
+      workDir: jobsDir,
+      outputDir: path.join(jobsDir, 'output'),
+    };
+    const opts = { script: slurmJobScript(), machineTypes: types, programs: builtinPrograms() };
+    const check = (args: string[]) =>
+      execFileSync('sbatch', ['--test-only', ...args.filter((a) => a !== '--parsable')], {
+        encoding: 'utf8',
+        stdio: 'pipe',
+      });
+    for (const machineType of types.keys())
+      check(sbatchArgs({ ...spec, machineType }, { ...opts, runtime: 'none' }));
+    check(sbatchArgs(spec, { ...opts, runtime: 'oci' }));
+    // pyxis adds options of its own (a SPANK plugin), which this cluster does not load.
+    expect(() => check(sbatchArgs(spec, { ...opts, runtime: 'pyxis' }))).toThrow(
+      /unrecognized option '--container-image/,
+    );
   });
 });
