@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createClient } from 'graphql-ws';
+import { Client } from 'pg';
 import WebSocket from 'ws';
 import { createTestDatabase } from '../test/helpers/db';
 import { alive } from '../test/helpers/jobs';
@@ -254,5 +255,59 @@ describe('a Slurm job outlives its worker', () => {
     ranOnce(jobId, release);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+  });
+
+  it('is taken over by another worker when its own dies', async () => {
+    const auth = `Bearer ${await issuer.token('erin')}`;
+    const dir = sharedDir('media-slurm-two-');
+    const db = new Client({ connectionString: env.DATABASE_URL });
+    await db.connect();
+    try {
+      const instanceOf = async (s: Spawned) =>
+        (await db.query('select id from worker_instances where pid = $1', [s.child.pid])).rows[0]
+          ?.id as string;
+      const followers = async (ids: string[]) =>
+        (await db.query('select worker_id from jobs where id = any($1) order by id', [ids])).rows.map(
+          (r) => r.worker_id as string,
+        );
+      const a = await start();
+      const releases = [0, 1, 2].map((i) => path.join(dir, `release-${i}`));
+      const jobIds: string[] = [];
+      for (const r of releases) jobIds.push(await api(a.port, auth).until(r));
+      for (const id of jobIds)
+        await until(
+          () => api(a.port, auth).job(id),
+          (j) => j.status === 'running',
+          60_000,
+        );
+      const b = await start();
+      const [idA, idB] = [await instanceOf(a), await instanceOf(b)];
+      expect(await followers(jobIds)).toEqual([idA, idA, idA]);
+      a.child.kill('SIGKILL');
+      await a.exited;
+      // B finds A gone at its next reconciliation and follows A's jobs on the cluster from then on.
+      expect(
+        await until(
+          () => followers(jobIds),
+          (w) => w.every((x) => x === idB),
+          60_000,
+        ),
+      ).toEqual([idB, idB, idB]);
+      for (const r of releases) writeFileSync(r, '');
+      for (const [i, id] of jobIds.entries()) {
+        const job = await until(
+          () => api(b.port, auth).job(id),
+          (j) => j.status !== 'running',
+          90_000,
+        );
+        expect(job).toMatchObject({ status: 'succeeded', error: null });
+        expect(job.output.files.map((f) => f.name)).toEqual(['done.txt']);
+        ranOnce(id, releases[i]);
+      }
+      // Nothing is left for a worker to follow.
+      expect(await followers(jobIds)).toEqual([null, null, null]);
+    } finally {
+      await db.end();
+    }
   });
 });
