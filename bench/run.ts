@@ -3,8 +3,9 @@ import 'reflect-metadata';
 import * as billing from './billing.bench';
 import * as jobs from './jobs.bench';
 import * as media from './media.bench';
+import * as slurm from './slurm.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { media, jobs, billing };
+const benchmarks: Record<string, { run(): Promise<void> }> = { media, jobs, billing, slurm };
 
 async function main() {
   const name = process.argv[2];

@@ -1,0 +1,223 @@
+/**
+ * `npm run bench -- slurm` (needs the one-node cluster: scripts/slurm-cluster.sh):
+ * 1. latency from `createDeployment` to the job's `running` and `succeeded` events on a
+ *    graphql-ws subscription, for a trivial program (`true`), over BENCH_SLURM_JOBS jobs run one at
+ *    a time, next to a bare `sbatch` of the same program through the same batch script, polled
+ *    with `squeue` every 100 ms, in the same run;
+ * 2. throughput: BENCH_SLURM_BURST trivial jobs created at once, until the last one succeeded, next
+ *    to the same number of bare `sbatch`es; the worker's CPU time and peak memory while it
+ *    submits and follows them.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { slurmJobScript } from '../src/executors/executor.factory';
+import { MiB, percentile, printTable, rssSampler, startService, tempDir } from './lib';
+
+const JOBS = Number(process.env.BENCH_SLURM_JOBS ?? 100);
+const BURST = Number(process.env.BENCH_SLURM_BURST ?? 1000);
+const POLL = process.env.BENCH_SLURM_POLL_SECONDS ?? '2';
+
+const exec = promisify(execFile);
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const fmt = (v: number) => v.toFixed(0);
+
+/** CPU seconds (user + system) a process has used so far, and its ended children (sbatch, squeue). */
+function cpuSecondsOf(pid: number): { own: number; children: number } {
+  // After `(comm) `: utime, stime, cutime, cstime are fields 12 to 15 (0-based 11 to 14), in 1/100 s.
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').map(Number);
+  return { own: (f[11] + f[12]) / 100, children: (f[13] + f[14]) / 100 };
+}
+
+/** A bare sbatch of `true` through the service's batch script, in a directory of its own. */
+async function bareSubmit(dir: string): Promise<string> {
+  const work = mkdtempSync(path.join(dir, 'job-'));
+  mkdirSync(path.join(work, '.job'));
+  const { stdout } = await exec(
+    'sbatch',
+    ['--parsable', '--export=ALL', `--chdir=${work}`, '--output=/dev/null', slurmJobScript(), 'true'],
+    { env: { PATH: process.env.PATH ?? '' } },
+  );
+  return stdout.trim();
+}
+
+/** Slurm's states of jobs, by id (one squeue). */
+async function states(ids: string[]): Promise<Map<string, string>> {
+  const { stdout } = await exec('squeue', [
+    '--noheader',
+    '--states=all',
+    `--jobs=${ids.join(',')},${ids[0]}`,
+    '--format=%i|%T',
+  ]);
+  return new Map(
+    stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('|') as [string, string]),
+  );
+}
+
+async function bareLatency(dir: string): Promise<{ running: number[]; done: number[] }> {
+  const running: number[] = [];
+  const done: number[] = [];
+  for (let i = 0; i < JOBS; i++) {
+    const start = now();
+    const id = await bareSubmit(dir);
+    let ran = 0;
+    for (;;) {
+      const state = (await states([id])).get(id);
+      if (!ran && state && state !== 'PENDING' && state !== 'CONFIGURING') ran = now();
+      if (state === 'COMPLETED') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    running.push(ran - start);
+    done.push(now() - start);
+  }
+  return { running, done };
+}
+
+async function bareBurst(dir: string): Promise<number> {
+  const start = now();
+  const ids: string[] = [];
+  // Four at a time, as the worker submits.
+  const queue = Array.from({ length: BURST }, (_, i) => i);
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (queue.shift() !== undefined) ids.push(await bareSubmit(dir));
+    }),
+  );
+  for (;;) {
+    const s = await states(ids);
+    if (ids.every((id) => s.get(id) === 'COMPLETED')) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return (now() - start) / 1000;
+}
+
+export async function run(): Promise<void> {
+  const scratch = await tempDir('bench-slurm-');
+  const sut = await startService({
+    ROLES: 'api,worker',
+    EXECUTOR: 'slurm',
+    SLURM_POLL_SECONDS: POLL,
+    LOCAL_EXECUTOR_TRUST: 'any',
+  });
+  const auth = `Bearer ${await sut.token('bench')}`;
+  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await fetch(`${sut.service.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as {
+      data?: Record<string, { id: string; job?: { id: string } }>;
+      errors?: unknown;
+    };
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data!;
+  };
+  const { createModel } = await gql(
+    'mutation { createModel(input: { name: "trivial", container: "local", command: "true {args}", args: [] }) { id } }',
+  );
+  const create = async () =>
+    (
+      await gql(
+        'mutation ($m: ID!) { createDeployment(input: { name: "b", modelId: $m, args: {} }) { job { id } } }',
+        {
+          m: createModel.id,
+        },
+      )
+    ).createDeployment.job!.id;
+
+  const arrivals = new Map<string, Map<string, number>>();
+  const waiters = new Map<string, () => void>();
+  const client = createClient({
+    url: `${sut.service.url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: auth },
+  });
+  try {
+    await new Promise<void>((ready, reject) => {
+      client.subscribe<{ jobs: { id: string; status: string } }>(
+        { query: 'subscription { jobs { id status } }' },
+        {
+          next: ({ data }) => {
+            const { id, status } = data!.jobs;
+            const seen = arrivals.get(id) ?? new Map<string, number>();
+            seen.set(status, now());
+            arrivals.set(id, seen);
+            waiters.get(`${id}:${status}`)?.();
+          },
+          error: reject,
+          complete: () => undefined,
+        },
+      );
+      setTimeout(ready, 300);
+    });
+    const eventOf = (id: string, status: string) =>
+      arrivals.get(id)?.has(status)
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => waiters.set(`${id}:${status}`, resolve));
+    const failed = () => [...arrivals.values()].filter((s) => s.has('FAILED')).length;
+
+    for (let i = 0; i < 3; i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
+
+    const toRunning: number[] = [];
+    const toSucceeded: number[] = [];
+    for (let i = 0; i < JOBS; i++) {
+      const start = now();
+      const id = await create();
+      await eventOf(id, 'SUCCEEDED');
+      const seen = arrivals.get(id)!;
+      toRunning.push(seen.get('RUNNING')! - start);
+      toSucceeded.push(seen.get('SUCCEEDED')! - start);
+    }
+    const bare = await bareLatency(scratch);
+    const row = (what: string, v: number[], base: number[]) => ({
+      what,
+      'p50 ms': fmt(percentile(v, 50)),
+      'p99 ms': fmt(percentile(v, 99)),
+      'p50 over bare, ms': fmt(percentile(v, 50) - percentile(base, 50)),
+    });
+    printTable(`Latency over ${JOBS} trivial jobs, one at a time (SLURM_POLL_SECONDS=${POLL})`, [
+      row('bare sbatch -> RUNNING seen by squeue (100 ms polls)', bare.running, bare.running),
+      row('bare sbatch -> COMPLETED seen by squeue (100 ms polls)', bare.done, bare.done),
+      row('createDeployment -> RUNNING event', toRunning, bare.running),
+      row('createDeployment -> SUCCEEDED event', toSucceeded, bare.done),
+    ]);
+
+    const pid = sut.service.process.pid!;
+    const cpuBefore = cpuSecondsOf(pid);
+    const memory = rssSampler(pid, 100);
+    const start = now();
+    const ids = await Promise.all(Array.from({ length: BURST }, () => create()));
+    await Promise.all(ids.map((id) => Promise.race([eventOf(id, 'SUCCEEDED'), eventOf(id, 'FAILED')])));
+    const seconds = (now() - start) / 1000;
+    const peak = memory.stop();
+    const cpuAfter = cpuSecondsOf(pid);
+    const bareSeconds = await bareBurst(scratch);
+    printTable(`Throughput of ${BURST} trivial jobs created at once`, [
+      {
+        what: `bare sbatch (4 at a time), until squeue shows all COMPLETED`,
+        seconds: bareSeconds.toFixed(1),
+        'jobs/s': (BURST / bareSeconds).toFixed(1),
+        'worker CPU s (its sbatch, squeue)': '-',
+        'worker peak RSS MiB': '-',
+      },
+      {
+        what: 'createDeployment at once, until all SUCCEEDED events',
+        seconds: seconds.toFixed(1),
+        'jobs/s': (BURST / seconds).toFixed(1),
+        'worker CPU s (its sbatch, squeue)': `${(cpuAfter.own - cpuBefore.own).toFixed(1)} (${(cpuAfter.children - cpuBefore.children).toFixed(1)})`,
+        'worker peak RSS MiB': (peak / MiB).toFixed(0),
+      },
+    ]);
+    if (failed()) console.log(`\n${failed()} jobs failed`);
+  } finally {
+    await client.dispose();
+    await sut.stop();
+  }
+}
