@@ -65,6 +65,8 @@ export class JobFollow implements JobObserver {
   private readonly workDir: string;
   private readonly outputDir: string;
   private stopRequested = false;
+  /** The executor reported the end: nothing is left to stop. */
+  private exited = false;
   private released = false;
   private over = false;
   /** A failure of this worker while following: the job fails with it. */
@@ -110,13 +112,17 @@ export class JobFollow implements JobObserver {
   }
 
   ended(exit: JobExit): void {
+    this.exited = true;
     this.then(() => this.onEnded(exit));
   }
 
-  /** The job ended elsewhere (canceled, failed by a reconciliation): stop it on the executor. */
+  /**
+   * The job reached an end in the database (canceled, failed by a reconciliation, or its own end
+   * recorded here): stop it on the executor, unless it has ended there already.
+   */
   stop(): void {
     this.stopRequested = true;
-    if (this.externalId) this.cancel();
+    if (this.externalId && !this.exited) this.cancel();
   }
 
   /**
@@ -180,7 +186,7 @@ export class JobFollow implements JobObserver {
       await this.ctx.jobs
         .recordSubmission(this.job.id, this.ctx.workerId, externalId)
         .catch((err) => this.ctx.log.warn({ err, jobId: this.job.id }, 'could not record the submission'));
-    if (this.stopRequested) this.cancel();
+    if (this.stopRequested && !this.exited) this.cancel();
   }
 
   private async onPending(reason: string | null): Promise<void> {
