@@ -28,7 +28,7 @@ export default tseslint.config(
   },
   {
     // The demo program runs as a job: its environment (OUTPUT_DIR) is its input, not our config.
-    files: ['src/config.ts', 'src/demo-models/**', 'test/**', 'bench/**', 'scripts/**'],
+    files: ['src/config.ts', 'src/demo-models/**', 'test/**', 'test-slurm/**', 'bench/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -5,7 +5,6 @@ import { createClient } from 'graphql-ws';
 import { Client } from 'pg';
 import WebSocket from 'ws';
 import { createTestDatabase } from '../test/helpers/db';
-import { alive } from '../test/helpers/jobs';
 import { until } from '../test/helpers/media';
 import { TestIssuer } from '../test/helpers/oidc-issuer';
 import { spawnService, type Spawned } from '../test/helpers/process';

@@ -246,7 +246,9 @@ describe('following a job on Slurm', () => {
     const { jobId } = await deploy(t, alice, await model('argv', { machine_type: 'no-such-partition' }), {});
     const job = await waitForJob(t, alice, jobId);
     expect(job).toMatchObject({ status: 'FAILED', externalId: null });
-    expect(job.error).toMatch(/^Slurm refused the job: .*Invalid partition name/);
+    expect(job.error).toMatch(
+      /^could not submit the job to Slurm: Batch job submission failed: Invalid partition name specified$/,
+    );
   });
 });
 

@@ -96,7 +96,6 @@ class FileTail {
 }
 
 interface Tracked {
-  jobId: string;
   externalId: string;
   dir: string;
   timeoutSeconds: number;
@@ -188,7 +187,7 @@ export class SlurmExecutor implements Executor {
       )
       .catch((err: Error) => {
         throw new Error(
-          `Slurm refused the job: ${err.message
+          `could not submit the job to Slurm: ${err.message
             .split('\n')
             .at(-1)!
             .replace(/^(sbatch: )?(error: )?/, '')}`,
@@ -246,8 +245,7 @@ export class SlurmExecutor implements Executor {
       new FileTail(path.join(spec.workDir, JOB_FILES_DIR, stream), (line, earlier) =>
         observer.line(stream, line, earlier),
       );
-    const tracked: Tracked = {
-      jobId: spec.jobId,
+    return {
       externalId,
       dir: spec.workDir,
       timeoutSeconds: spec.timeoutSeconds,
@@ -259,7 +257,6 @@ export class SlurmExecutor implements Executor {
       timer: null,
       files: { stdout: file('stdout'), stderr: file('stderr') },
     };
-    return tracked;
   }
 
   private async scancel(externalId: string): Promise<void> {

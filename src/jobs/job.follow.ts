@@ -93,10 +93,6 @@ export class JobFollow implements JobObserver {
     this.started = (adopting ? this.adopt() : this.submit()).finally(open);
   }
 
-  get jobId(): string {
-    return this.job.id;
-  }
-
   // The executor's reports (JobObserver).
 
   pending(reason: string | null): void {
@@ -174,7 +170,12 @@ export class JobFollow implements JobObserver {
       const externalId = await this.ctx.executor.adopt(this.spec(), this.job.externalId, this);
       if (externalId) await this.submitted(externalId);
     } catch (err) {
-      await this.failEarly(err);
+      // The executor cannot be asked now (the controller is down): the job is not failed for
+      // that; the next reconciliation, here or elsewhere, takes it over again.
+      this.ctx.log.warn({ err, jobId: this.job.id }, 'could not take over a job; trying again later');
+      await this.ctx.jobs.releaseWorker(this.job.id, this.ctx.workerId).catch(() => undefined);
+      this.over = true;
+      this.settle();
     }
   }
 
