@@ -27,6 +27,8 @@ export interface FollowContext {
   executor: Executor;
   log: Logger;
   publish(job: Job, lines: LogLine[]): Promise<void>;
+  /** Records why a job waits; written in batches. */
+  notePending(jobId: string, reason: string | null): void;
 }
 
 /** The error of a job that ended this way, or null when it succeeded. */
@@ -193,9 +195,7 @@ export class JobFollow implements JobObserver {
   private async onPending(reason: string | null): Promise<void> {
     if (this.status !== 'starting' || reason === this.pendingReason) return;
     this.pendingReason = reason;
-    await this.ctx.jobs
-      .notePending(this.job.id, reason)
-      .catch((err) => this.ctx.log.warn({ err, jobId: this.job.id }, 'could not record the pending reason'));
+    this.ctx.notePending(this.job.id, reason);
   }
 
   private async onRunning(nodes: string[]): Promise<void> {

@@ -25,6 +25,8 @@ const OWN_BEAT_TRUST_MS = 15_000;
  * the job, so a few suffice; they bound the submissions (`sbatch` processes) of a burst.
  */
 const CLUSTER_DISPATCH_CONCURRENCY = 8;
+/** Pending reasons are written together, at most this often. */
+const PENDING_NOTES_MS = 1000;
 
 export interface JobRunnerOptions {
   databaseUrl: string;
@@ -79,6 +81,8 @@ export class JobRunner {
   /** Jobs of another executor kind whose worker is gone, already reported. */
   private readonly foreign = new Set<string>();
   private readonly context: FollowContext;
+  /** Pending reasons not written yet, by job id. */
+  private pendingNotes = new Map<string, string | null>();
 
   constructor(
     private readonly orm: MikroORM,
@@ -98,12 +102,13 @@ export class JobRunner {
       executor,
       log,
       publish: (job, lines) => this.publishLines(job, lines),
+      notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
     };
   }
 
   async start(): Promise<void> {
     await this.beat();
-    this.every(HEARTBEAT_MS, () => this.beat());
+    this.every(HEARTBEAT_MS, () => this.beat().catch((err) => this.beatFailed(err)));
     // A job of this worker that reached an end elsewhere (canceled by its owner through any
     // process, or failed by a reconciliation) must not keep running.
     this.offEvents = [
@@ -121,6 +126,7 @@ export class JobRunner {
     ];
     await this.reconcile();
     this.every(RECONCILE_MS, () => this.reconcile());
+    this.every(PENDING_NOTES_MS, () => this.writePendingNotes());
     const concurrency = this.executor.detached
       ? Math.min(this.opts.concurrency, CLUSTER_DISPATCH_CONCURRENCY)
       : this.opts.concurrency;
@@ -168,6 +174,25 @@ export class JobRunner {
     this.lastBeat = Date.now();
   }
 
+  /**
+   * Others take this worker for gone once its beat is 30 s old: past that, it must not go on
+   * following cluster jobs that another worker may have taken over. It lets them go; once it
+   * beats again, its reconciliation takes back those nobody took.
+   */
+  private async beatFailed(err: unknown): Promise<void> {
+    const silentMs = Date.now() - this.lastBeat;
+    if (this.executor.detached && silentMs > (STALE_WORKER_SECONDS - HEARTBEAT_MS / 1000) * 1000) {
+      const follows = [...this.following.values()].filter((f) => f !== null);
+      if (follows.length)
+        this.log.warn(
+          { silentMs, jobs: follows.length },
+          'cannot beat: letting go of the jobs this worker follows',
+        );
+      await Promise.all(follows.map((f) => f.release()));
+    }
+    throw err;
+  }
+
   private every(ms: number, fn: () => Promise<unknown>): void {
     const timer = setInterval(() => {
       if (!this.stopping) void fn().catch((err) => this.log.warn({ err }, 'job worker housekeeping failed'));
@@ -205,6 +230,12 @@ export class JobRunner {
       this.waiting.shift()?.();
     });
     return follow;
+  }
+
+  private async writePendingNotes(): Promise<void> {
+    const notes = this.pendingNotes;
+    this.pendingNotes = new Map();
+    await this.jobs.notePending(notes);
   }
 
   private async publishLines(job: Job, lines: LogLine[]): Promise<void> {

@@ -174,11 +174,17 @@ export class JobService {
       ]);
   }
 
-  /** Why a submitted job still waits, in the cluster's words (not a transition). */
-  async notePending(jobId: string, reason: string | null): Promise<void> {
-    await this.orm.em
-      .fork()
-      .execute(`update jobs set pending_reason = ? where id = ? and status = 'starting'`, [reason, jobId]);
+  /**
+   * Why submitted jobs still wait, in the cluster's words (not a transition). One statement for
+   * many jobs: a poll may change the reasons of thousands at once.
+   */
+  async notePending(reasons: ReadonlyMap<string, string | null>): Promise<void> {
+    if (!reasons.size) return;
+    await this.orm.em.fork().execute(
+      `update jobs j set pending_reason = n.reason
+       from unnest(?::uuid[], ?::text[]) as n(id, reason) where j.id = n.id and j.status = 'starting'`,
+      [[...reasons.keys()], [...reasons.values()]],
+    );
   }
 
   /**
