@@ -182,8 +182,8 @@ export class JobService {
     if (!reasons.size) return;
     await this.orm.em.fork().execute(
       `update jobs j set pending_reason = n.reason
-       from unnest(?::uuid[], ?::text[]) as n(id, reason) where j.id = n.id and j.status = 'starting'`,
-      [[...reasons.keys()], [...reasons.values()]],
+       from jsonb_to_recordset(?::jsonb) as n(id uuid, reason text) where j.id = n.id and j.status = 'starting'`,
+      [JSON.stringify([...reasons].map(([id, reason]) => ({ id, reason })))],
     );
   }
 
