@@ -12,17 +12,14 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createClient } from 'graphql-ws';
-import WebSocket from 'ws';
 import { slurmJobScript } from '../src/executors/executor.factory';
-import { MiB, percentile, printTable, rssSampler, startService, tempDir } from './lib';
+import { jobsClient, MiB, now, percentile, printTable, rssSampler, startService, tempDir } from './lib';
 
 const JOBS = Number(process.env.BENCH_SLURM_JOBS ?? 100);
 const BURST = Number(process.env.BENCH_SLURM_BURST ?? 1000);
 const POLL = process.env.BENCH_SLURM_POLL_SECONDS ?? '2';
 
 const exec = promisify(execFile);
-const now = () => Number(process.hrtime.bigint()) / 1e6;
 const fmt = (v: number) => v.toFixed(0);
 
 /** CPU seconds (user + system) a process has used so far, and its ended children (sbatch, squeue). */
@@ -106,33 +103,14 @@ export async function run(): Promise<void> {
     LOCAL_EXECUTOR_TRUST: 'any',
   });
   const auth = `Bearer ${await sut.token('bench')}`;
-  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
-    const res = await fetch(`${sut.service.url}/graphql`, {
-      method: 'POST',
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ query, variables }),
-    });
-    const body = (await res.json()) as {
-      data?: Record<string, { id: string; job?: { id: string } }>;
-      errors?: unknown;
-    };
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data!;
-  };
-  const { createModel } = await gql(
-    'mutation { createModel(input: { name: "trivial", container: "local", command: "true {args}", args: [] }) { id } }',
-  );
+  const jobs = await jobsClient(sut.service.url, auth, 'true {args}');
+  const { arrivals, eventOf } = jobs;
   let retries = 0;
   /** Creates a deployment; tries again after a 503 or 500 (a database pool starved on a busy machine). */
   const create = async (): Promise<string> => {
     for (;;) {
       try {
-        return (
-          await gql(
-            'mutation ($m: ID!) { createDeployment(input: { name: "b", modelId: $m, args: {} }) { job { id } } }',
-            { m: createModel.id },
-          )
-        ).createDeployment.job!.id;
+        return await jobs.create();
       } catch (err) {
         if (!/UNAVAILABLE|INTERNAL/.test((err as Error).message)) throw err;
         retries++;
@@ -140,50 +118,12 @@ export async function run(): Promise<void> {
       }
     }
   };
-
-  const arrivals = new Map<string, Map<string, number>>();
-  const waiters = new Map<string, () => void>();
-  const client = createClient({
-    url: `${sut.service.url.replace('http', 'ws')}/graphql`,
-    webSocketImpl: WebSocket,
-    connectionParams: { authorization: auth },
-  });
   try {
-    await new Promise<void>((ready, reject) => {
-      client.subscribe<{ jobs: { id: string; status: string } }>(
-        { query: 'subscription { jobs { id status } }' },
-        {
-          next: ({ data }) => {
-            const { id, status } = data!.jobs;
-            const seen = arrivals.get(id) ?? new Map<string, number>();
-            seen.set(status, now());
-            arrivals.set(id, seen);
-            waiters.get(`${id}:${status}`)?.();
-          },
-          error: reject,
-          complete: () => undefined,
-        },
-      );
-      setTimeout(ready, 300);
-    });
-    const eventOf = (id: string, status: string) =>
-      arrivals.get(id)?.has(status)
-        ? Promise.resolve()
-        : new Promise<void>((resolve) => waiters.set(`${id}:${status}`, resolve));
     const failed = () => [...arrivals.values()].filter((s) => s.has('FAILED')).length;
 
     for (let i = 0; i < 3; i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
-    const toRunning: number[] = [];
-    const toSucceeded: number[] = [];
-    for (let i = 0; i < JOBS; i++) {
-      const start = now();
-      const id = await create();
-      await eventOf(id, 'SUCCEEDED');
-      const seen = arrivals.get(id)!;
-      toRunning.push(seen.get('RUNNING')! - start);
-      toSucceeded.push(seen.get('SUCCEEDED')! - start);
-    }
+    const { running: toRunning, succeeded: toSucceeded } = await jobs.latencies(JOBS, create);
     const bare = await bareLatency(scratch);
     const row = (what: string, v: number[], base: number[]) => ({
       what,
@@ -233,7 +173,7 @@ export async function run(): Promise<void> {
     if (retries)
       console.log(`\n${retries} createDeployment requests answered 503 or 500 and were sent again`);
   } finally {
-    await client.dispose();
+    await jobs.dispose();
     await sut.stop();
   }
 }

@@ -3,8 +3,9 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestApp } from '../test/helpers/app';
+import { PROGRAM } from '../test/helpers/jobs';
 
-export const PROGRAM = path.join(__dirname, '..', 'test', 'fixtures', 'job-program.js');
+export { PROGRAM } from '../test/helpers/jobs';
 
 /** Fails at once, with what to do, when no cluster answers. */
 export function requireCluster(): void {

@@ -5,62 +5,13 @@ import { createClient } from 'graphql-ws';
 import { Client } from 'pg';
 import WebSocket from 'ws';
 import { createTestDatabase } from '../test/helpers/db';
+import { restApi as api } from '../test/helpers/jobs';
 import { until } from '../test/helpers/media';
 import { TestIssuer } from '../test/helpers/oidc-issuer';
 import { spawnService, type Spawned } from '../test/helpers/process';
-import { PROGRAM, requireCluster, sharedDir, slurmJob, slurmJobsNamed } from './helpers';
+import { requireCluster, sharedDir, slurmJob, slurmJobsNamed } from './helpers';
 
 jest.setTimeout(180_000);
-
-interface JobJson {
-  status: string;
-  external_id: string | null;
-  error: string | null;
-  log_tail: string;
-  result_urls: string[];
-  output: { files: { name: string; url: string }[]; result: unknown };
-}
-
-/** REST calls to a service on `port`. */
-function api(port: number, auth: string) {
-  const call = async (method: string, url: string, body?: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${port}${url}`, {
-      method,
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  return {
-    call,
-    /** A model that runs until `release` exists, then a deployment of it; answers the job id. */
-    async until(release: string): Promise<string> {
-      const model = await call('POST', '/api/v1/models', {
-        name: 'until',
-        container: 'local',
-        command: `node "${PROGRAM}" until "${release}" {args}`,
-        args: {},
-      });
-      const deployment = await call('POST', '/api/v1/deployments', {
-        name: 'until',
-        model_id: model.body.id,
-        args: {},
-      });
-      const got = await call('GET', `/api/v1/deployments/${deployment.body.id as string}`);
-      return (got.body.job as { id: string }).id;
-    },
-    async job(id: string): Promise<JobJson> {
-      return (await call('GET', `/api/v1/jobs/${id}`)).body as unknown as JobJson;
-    },
-    async transitions(id: string): Promise<string[]> {
-      const res = await call('POST', '/graphql', {
-        query: 'query ($id: ID!) { job(id: $id) { transitions { to } } }',
-        variables: { id },
-      });
-      return (res.body.data as { job: { transitions: { to: string }[] } }).job.transitions.map((x) => x.to);
-    },
-  };
-}
 
 let issuer: TestIssuer;
 let env: Record<string, string>;
@@ -100,6 +51,20 @@ async function start(more: Record<string, string> = {}) {
   return service;
 }
 
+/** The job once its status is (or, with `not`, is no longer) `status`; waits up to 90 s. */
+function jobWhen(s: { port: number }, auth: string, id: string, status: string, not = false) {
+  return until(
+    () => api(s.port, auth).job(id),
+    (j) => (j.status === status) !== not,
+    90_000,
+  );
+}
+
+async function stopCleanly(s: Spawned): Promise<void> {
+  s.child.kill('SIGTERM');
+  expect(await s.exited).toBe(0);
+}
+
 /** Whether `ids` each name one Slurm job, whose program ran once (its runs file has one pid). */
 function ranOnce(jobId: string, release: string): void {
   expect(slurmJobsNamed(`media-${jobId}`)).toHaveLength(1);
@@ -111,7 +76,7 @@ describe('a Slurm job outlives its worker', () => {
     const auth = `Bearer ${await issuer.token('dave')}`;
     const release = path.join(shared, 'release-kill');
     const first = await start();
-    const jobId = await api(first.port, auth).until(release);
+    const jobId = await api(first.port, auth).run(`until "${release}"`);
     const running = await until(
       () => api(first.port, auth).job(jobId),
       (j) => j.status === 'running' && j.log_tail.includes('tick 3'),
@@ -148,11 +113,7 @@ describe('a Slurm job outlives its worker', () => {
       await client.dispose();
     }
     writeFileSync(release, '');
-    const job = await until(
-      () => api(second.port, auth).job(jobId),
-      (j) => j.status !== 'running',
-      60_000,
-    );
+    const job = await jobWhen(second, auth, jobId, 'running', true);
     expect(job).toMatchObject({ status: 'succeeded', error: null, external_id: running.external_id });
     expect(job.output.files.map((f) => f.name)).toEqual(['done.txt']);
     const file = await fetch(`http://127.0.0.1:${second.port}${new URL(job.result_urls[0]).pathname}`);
@@ -170,15 +131,14 @@ describe('a Slurm job outlives its worker', () => {
         )![1],
       ),
     );
-    expect(await api(second.port, auth).transitions(jobId)).toEqual([
-      'QUEUED',
-      'STARTING',
-      'RUNNING',
-      'SUCCEEDED',
-    ]);
+    const gql = await api(second.port, auth).call('POST', '/graphql', {
+      query: 'query ($id: ID!) { job(id: $id) { transitions { to } } }',
+      variables: { id: jobId },
+    });
+    const { transitions } = (gql.body.data as { job: { transitions: { to: string }[] } }).job;
+    expect(transitions.map((x) => x.to)).toEqual(['QUEUED', 'STARTING', 'RUNNING', 'SUCCEEDED']);
     ranOnce(jobId, release);
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    await stopCleanly(second);
   });
 
   it('is found by its name, not submitted again, when the worker died between sbatch and recording it', async () => {
@@ -194,7 +154,7 @@ describe('a Slurm job outlives its worker', () => {
     );
     chmodSync(path.join(bin, 'sbatch'), 0o755);
     const first = await start({ PATH: `${bin}:${process.env.PATH}` });
-    const jobId = await api(first.port, auth).until(release);
+    const jobId = await api(first.port, auth).run(`until "${release}"`);
     await until(
       async () => existsSync(`${replied}.pid`),
       (e) => e,
@@ -209,51 +169,31 @@ describe('a Slurm job outlives its worker', () => {
     expect(slurmJobsNamed(`media-${jobId}`)).toEqual([slurmId]);
 
     const second = await start();
-    const job = await until(
-      () => api(second.port, auth).job(jobId),
-      (j) => j.status === 'running',
-      60_000,
-    );
+    const job = await jobWhen(second, auth, jobId, 'running');
     expect(job.external_id).toBe(slurmId);
     writeFileSync(release, '');
-    expect(
-      await until(
-        () => api(second.port, auth).job(jobId),
-        (j) => j.status !== 'running',
-        60_000,
-      ),
-    ).toMatchObject({ status: 'succeeded', external_id: slurmId });
+    expect(await jobWhen(second, auth, jobId, 'running', true)).toMatchObject({
+      status: 'succeeded',
+      external_id: slurmId,
+    });
     ranOnce(jobId, release);
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    await stopCleanly(second);
   });
 
   it('runs on when its worker shuts down gracefully, and is taken over by the next start', async () => {
     const auth = `Bearer ${await issuer.token('dave')}`;
     const release = path.join(shared, 'release-shutdown');
     const first = await start();
-    const jobId = await api(first.port, auth).until(release);
-    const running = await until(
-      () => api(first.port, auth).job(jobId),
-      (j) => j.status === 'running',
-      60_000,
-    );
-    first.child.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
+    const jobId = await api(first.port, auth).run(`until "${release}"`);
+    const running = await jobWhen(first, auth, jobId, 'running');
+    await stopCleanly(first);
     expect(slurmJob(running.external_id!)!.state).toBe('RUNNING');
     const second = await start();
     expect((await api(second.port, auth).job(jobId)).status).toBe('running');
     writeFileSync(release, '');
-    expect(
-      await until(
-        () => api(second.port, auth).job(jobId),
-        (j) => j.status !== 'running',
-        60_000,
-      ),
-    ).toMatchObject({ status: 'succeeded' });
+    expect(await jobWhen(second, auth, jobId, 'running', true)).toMatchObject({ status: 'succeeded' });
     ranOnce(jobId, release);
-    second.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
+    await stopCleanly(second);
   });
 
   it('is taken over by another worker when its own dies', async () => {
@@ -272,13 +212,8 @@ describe('a Slurm job outlives its worker', () => {
       const a = await start();
       const releases = [0, 1, 2].map((i) => path.join(dir, `release-${i}`));
       const jobIds: string[] = [];
-      for (const r of releases) jobIds.push(await api(a.port, auth).until(r));
-      for (const id of jobIds)
-        await until(
-          () => api(a.port, auth).job(id),
-          (j) => j.status === 'running',
-          60_000,
-        );
+      for (const r of releases) jobIds.push(await api(a.port, auth).run(`until "${r}"`));
+      for (const id of jobIds) await jobWhen(a, auth, id, 'running');
       const b = await start();
       const [idA, idB] = [await instanceOf(a), await instanceOf(b)];
       expect(await followers(jobIds)).toEqual([idA, idA, idA]);
@@ -294,11 +229,7 @@ describe('a Slurm job outlives its worker', () => {
       ).toEqual([idB, idB, idB]);
       for (const r of releases) writeFileSync(r, '');
       for (const [i, id] of jobIds.entries()) {
-        const job = await until(
-          () => api(b.port, auth).job(id),
-          (j) => j.status !== 'running',
-          90_000,
-        );
+        const job = await jobWhen(b, auth, id, 'running', true);
         expect(job).toMatchObject({ status: 'succeeded', error: null });
         expect(job.output.files.map((f) => f.name)).toEqual(['done.txt']);
         ranOnce(id, releases[i]);
