@@ -63,9 +63,9 @@ class FileTail {
 
   private reading: Promise<void> = Promise.resolve();
 
-  /** Reads what was appended since the last read (reads never overlap). */
+  /** Reads what was appended since the last read (reads never overlap; a failed one is retried). */
   read(): Promise<void> {
-    this.reading = this.reading.then(() => this.readNow());
+    this.reading = this.reading.catch(() => undefined).then(() => this.readNow());
     return this.reading;
   }
 
