@@ -8,7 +8,9 @@ import { Migration20261122213443_chat_bridge } from './Migration20261122213443_c
 import { Migration20261122215726_jobs } from './Migration20261122215726_jobs';
 import { Migration20261122220235_job_outputs } from './Migration20261122220235_job_outputs';
 import { Migration20261122220821_billing } from './Migration20261122220821_billing';
+import { Migration20261123213559_web_sessions } from './Migration20261123213559_web_sessions';
 import { Migration20261123215435_slurm_executor } from './Migration20261123215435_slurm_executor';
+import { Migration20261123220024_persisted_documents } from './Migration20261123220024_persisted_documents';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -20,5 +22,7 @@ export const migrationsList = [
   { name: 'Migration20261122215726_jobs', class: Migration20261122215726_jobs },
   { name: 'Migration20261122220235_job_outputs', class: Migration20261122220235_job_outputs },
   { name: 'Migration20261122220821_billing', class: Migration20261122220821_billing },
+  { name: 'Migration20261123213559_web_sessions', class: Migration20261123213559_web_sessions },
   { name: 'Migration20261123215435_slurm_executor', class: Migration20261123215435_slurm_executor },
+  { name: 'Migration20261123220024_persisted_documents', class: Migration20261123220024_persisted_documents },
 ];

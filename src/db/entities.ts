@@ -1,7 +1,7 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
-import { LoginAttempt, LoginSession } from '../auth/session.entity';
+import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
 import {
   BridgeApiKey,
   BridgeUser,
@@ -16,6 +16,7 @@ import { Deployment } from '../deployments/deployment.entity';
 import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
+import { PersistedDocument } from '../documents/document.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -44,4 +45,6 @@ export const entities = [
   Matterbridge,
   LoginFailure,
   MediaStorageInterval,
+  PersistedDocument,
+  SessionToken,
 ];
