@@ -14,10 +14,21 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { slurmJobScript } from '../src/executors/executor.factory';
-import { jobsClient, MiB, now, percentile, printTable, rssSampler, startService, tempDir } from './lib';
+import {
+  jobsClient,
+  MiB,
+  now,
+  percentile,
+  printTable,
+  rssSampler,
+  setting,
+  SMOKE,
+  startService,
+  tempDir,
+} from './lib';
 
-const JOBS = Number(process.env.BENCH_SLURM_JOBS ?? 100);
-const BURST = Number(process.env.BENCH_SLURM_BURST ?? 1000);
+const JOBS = setting('BENCH_SLURM_JOBS', 100, 2);
+const BURST = setting('BENCH_SLURM_BURST', 1000, 5);
 const POLL = process.env.BENCH_SLURM_POLL_SECONDS ?? '2';
 
 const exec = promisify(execFile);
@@ -137,6 +148,9 @@ function latency(
 }
 
 export async function run(): Promise<void> {
+  await exec('sinfo', ['--noheader']).catch((err: Error) => {
+    throw new Error(`the Slurm benchmark needs a cluster (scripts/slurm-cluster.sh): ${err.message}`);
+  });
   const scratch = await tempDir('bench-slurm-');
   const sut = await startService({
     ROLES: 'api,worker',
@@ -165,7 +179,7 @@ export async function run(): Promise<void> {
     }
   };
   try {
-    for (let i = 0; i < 3; i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
+    for (let i = 0; i < (SMOKE ? 1 : 3); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
     if (JOBS) latency(await jobs.latencies(JOBS, create), await bareLatency(scratch));
 
