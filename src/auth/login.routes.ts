@@ -1,4 +1,6 @@
 import { Router, type CookieOptions, type Request } from 'express';
+import type { ApiDoc } from '../../rest-compat/route';
+import { object, requestBody, string, url } from '../../rest-compat/schemas';
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../server/http.helpers';
 import type { Services } from '../server/services';
@@ -15,6 +17,58 @@ const tokensJson = (t: LoginTokens) => ({
   id_token: t.idToken,
   token_type: 'Bearer',
 });
+
+const tokensSchema = object({
+  access_token: string,
+  refresh_token: string,
+  id_token: string,
+  token_type: { type: 'string', const: 'Bearer' },
+});
+
+/** The login flow's paths, for the OpenAPI document. */
+export const loginDocs: ApiDoc[] = [
+  ...LOGIN_VERSIONS.flatMap((version): ApiDoc[] => [
+    {
+      method: 'get',
+      path: `/api/${version}/auth/login`,
+      operationId: `Login${version.toUpperCase()}`,
+      summary: 'Start a login: a browser (Accept: text/html) is redirected, an API client gets the URL',
+      security: 'none',
+      response: object({ login_url: url }),
+      responses: { 302: { description: "to the identity provider's sign-in page" } },
+    },
+    {
+      method: 'get',
+      path: `/api/${version}/auth/callback`,
+      operationId: `LoginCallback${version.toUpperCase()}`,
+      summary: 'Where the identity provider returns: answers the tokens and sets the `auth_session` cookie',
+      security: 'none',
+      query: {
+        code: { description: "the identity provider's authorization code" },
+        state: { description: 'the login attempt' },
+      },
+      response: tokensSchema,
+    },
+  ]),
+  {
+    method: 'post',
+    path: '/api/v1/auth/refresh',
+    operationId: 'RefreshLogin',
+    summary: 'New tokens for a refresh token',
+    security: 'none',
+    request: requestBody({ refresh_token: string }, ['refresh_token']),
+    response: tokensSchema,
+  },
+  {
+    method: 'post',
+    path: '/api/v1/auth/logout',
+    operationId: 'Logout',
+    summary: 'End the login session (its cookie, or the session of a refresh token)',
+    security: 'none',
+    request: requestBody({ refresh_token: string }),
+    status: 204,
+  },
+];
 
 /** A JSON body's field, when there is a JSON object body. */
 const bodyField = (req: Request, name: string): unknown =>

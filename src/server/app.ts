@@ -22,6 +22,7 @@ import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
+import { openApiRoutes } from './openapi.route';
 import { Loaders } from './loaders';
 import {
   drain,
@@ -116,6 +117,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
       sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
     }
   });
+  app.use(openApiRoutes(config));
   for (const { path, router } of publicRoutes) app.use(path, router);
   // The CDN path: public like a bucket; ids are unguessable and only live files are served.
   app.use(mediaFileRoutes(services.media));
