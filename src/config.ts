@@ -84,6 +84,15 @@ export interface Config {
   bridgeLoginWindowSeconds: number;
   /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
   prices: PriceList;
+  // Operability (docs/operations.md).
+  /** A second port serving /metrics, /healthz and /readyz, for any role; undefined: none. */
+  metricsPort: number | undefined;
+  /** Exact browser origins allowed to call the API; `*` allows any, without credentials. */
+  corsOrigins: readonly string[];
+  /** Requests per principal per minute; 0: no limit. */
+  rateLimitPerMinute: number;
+  rateLimitUploadsPerMinute: number;
+  rateLimitDeploymentsPerMinute: number;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -250,6 +259,23 @@ class Parser {
     }
   }
 
+  /** Browser origins (`scheme://host[:port]`, exactly as browsers send them), or `*`. */
+  origins(name: string): string[] {
+    const origins = this.list(name);
+    for (const o of origins) {
+      if (o === '*') continue;
+      let ok: boolean;
+      try {
+        const u = new URL(o);
+        ok = ['http:', 'https:'].includes(u.protocol) && u.origin === o && !o.includes('*');
+      } catch {
+        ok = false;
+      }
+      if (!ok) this.problems.push(`${name}: "${o}" is not an origin such as https://app.example.com`);
+    }
+    return origins;
+  }
+
   list(name: string): string[] {
     return (this.raw(name) ?? '')
       .split(',')
@@ -381,6 +407,11 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
     prices: p.prices('PRICES_FILE'),
+    metricsPort: p.raw('METRICS_PORT') === undefined ? undefined : p.int('METRICS_PORT', 0, 0, 65535),
+    corsOrigins: p.origins('CORS_ORIGINS'),
+    rateLimitPerMinute: p.int('RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
+    rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
+    rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
 import type { Config } from '../config';
+import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
@@ -33,6 +34,8 @@ export class DeploymentService {
     private readonly config: Pick<Config, 'executor' | 'localExecutorTrust' | 'adminSubjects' | 'dataDir'>,
     private readonly models: ModelService,
     private readonly media: MediaService,
+    /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
+    private readonly limit: RateLimit | null = null,
   ) {}
 
   /** Where a job's processes run and write, on the worker's host; one directory per job. */
@@ -49,6 +52,7 @@ export class DeploymentService {
     principal: Principal,
     input: CreateDeploymentInput,
   ): Promise<{ deployment: Deployment; job: Job }> {
+    await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const name = validateName(input.name);
     const model = await this.models.get(principal, input.modelId);
     await this.assertRunnable(model);

@@ -34,6 +34,7 @@ import {
   requestLogs,
   sendError,
 } from './http.helpers';
+import { RequestLimits } from '../rate-limits/request-limits';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
 
@@ -75,7 +76,13 @@ function formatGraphQLError(log: Logger) {
 }
 
 /** Request-level failures whose HTTP status follows their code when the answer has no data. */
-const REQUEST_LEVEL_CODES = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNAVAILABLE']);
+const REQUEST_LEVEL_CODES = new Set([
+  'BAD_REQUEST',
+  'UNAUTHENTICATED',
+  'PAYLOAD_TOO_LARGE',
+  'UNAVAILABLE',
+  'RATE_LIMITED',
+]);
 
 /** Sets the HTTP status of a GraphQL answer that failed as a whole (Apollo would say 200 or 500). */
 const statusPlugin: ApolloServerPlugin<RequestContext> = {
@@ -87,7 +94,10 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
         if (!errors?.length || data) return;
         const codes = new Set(errors.map((e) => String(e.extensions?.code)));
         const [code] = codes;
-        if (codes.size === 1 && REQUEST_LEVEL_CODES.has(code)) response.http.status = httpStatusOf(code);
+        if (codes.size !== 1 || !REQUEST_LEVEL_CODES.has(code)) return;
+        response.http.status = httpStatusOf(code);
+        const retryAfter = errors[0].extensions?.retryAfterSeconds;
+        if (retryAfter !== undefined) response.http.headers.set('Retry-After', String(retryAfter));
       },
     };
   },
@@ -148,6 +158,11 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     }
   };
   app.use(['/graphql', '/api', '/uploads'], authenticate);
+  // Then every request spends its principal's allowance (its address's when anonymous).
+  const limits = new RequestLimits(orm, config, log);
+  app.use(['/graphql', '/api', '/uploads'], limits.requestMiddleware());
+  const uploadLimit = limits.uploadMiddleware();
+  app.post('/uploads/upload', uploadLimit);
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -181,7 +196,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     if (!req.is('multipart/form-data')) return next();
     // Refuse before reading a byte of a file nobody may upload.
     if (!res.locals.principal) return next(new AppError('UNAUTHENTICATED', 'authentication required'));
-    graphqlUploads(req, res, next);
+    uploadLimit(req, res, (err?: unknown) => (err ? next(err) : graphqlUploads(req, res, next)));
   });
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
@@ -205,6 +220,14 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
         result.errors
           ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) }
           : undefined,
+      // Each operation over a socket spends the allowance like a request does.
+      onSubscribe: async (ctx) => {
+        const refused = await limits.subscription(
+          ctx.extra.principal ?? null,
+          ctx.extra.request.socket.remoteAddress,
+        );
+        return refused ? [refused] : undefined;
+      },
       onConnect: async (ctx) => {
         const params = ctx.connectionParams ?? {};
         const str = (v: unknown) => (typeof v === 'string' ? v : undefined);

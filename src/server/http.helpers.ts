@@ -5,6 +5,7 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import pinoHttp from 'pino-http';
 import { AppError, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { RateLimited, rateLimitHeaders } from '../rate-limits/rate-limiter';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
 
@@ -22,6 +23,7 @@ export function sendJson(req: Request, res: Response, status: number, body: unkn
 
 export function sendError(req: Request, res: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  if (error instanceof RateLimited) res.set(rateLimitHeaders(error.state));
   sendJson(
     req,
     res,

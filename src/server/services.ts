@@ -8,6 +8,7 @@ import { SessionService } from '../auth/session.service';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
 import { DeploymentService } from '../deployments/deployment.service';
+import { RateLimit } from '../rate-limits/rate-limiter';
 import type { EventBus } from '../events/event-bus';
 import { JobLive } from '../jobs/job.live';
 import { JobService } from '../jobs/job.service';
@@ -17,7 +18,7 @@ import type { Storage } from '../storage/storage.port';
 import { ModelService } from '../models/model.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator';
-import { TelephonyService } from '../telephony/telephony.service';
+import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
@@ -53,9 +54,26 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     log,
   );
   const models = new ModelService(orm);
-  const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
+  const telephony = new TelephonyService(
+    orm,
+    config,
+    createCallOriginator(config, log),
+    callLinkLimit(orm, config),
+  );
   const jobs = new JobService(orm);
-  const deployments = new DeploymentService(orm, config, models, media);
+  const deployments = new DeploymentService(
+    orm,
+    config,
+    models,
+    media,
+    config.rateLimitDeploymentsPerMinute > 0
+      ? new RateLimit(orm, {
+          name: 'deployments',
+          points: config.rateLimitDeploymentsPerMinute,
+          windowSeconds: 60,
+        })
+      : null,
+  );
   const live = new JobLive(bus, jobs);
   const billing = new BillingService(orm, config.prices);
   return {

@@ -45,6 +45,10 @@ export async function startTestApp(
     SHUTDOWN_TIMEOUT_MS: '5000',
     // Fixed, so that apps started on the same DATA_DIR and database read each other's secrets.
     BRIDGE_SECRET_KEY: '0'.repeat(64),
+    // Suites send far more than a person would; test/rate-limits.test.ts sets its own limits.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    RATE_LIMIT_UPLOADS_PER_MINUTE: '1000000',
+    RATE_LIMIT_DEPLOYMENTS_PER_MINUTE: '1000000',
     ...env,
   });
   const runtime = await startRuntime(config, createLogger(config.logLevel), { onQuery: opts.onQuery });
