@@ -21,6 +21,7 @@ import type { Config } from '../config';
 import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
+import { cors } from './cors';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { Loaders } from './loaders';
@@ -112,6 +113,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   app.use(requestIds());
   app.use(requestLogs(log));
+  app.use(cors(config.corsOrigins, [config.apiKeyHeader]));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
