@@ -10,6 +10,7 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
 import { Job, type JobInput } from '../jobs/job.entity';
+import type { JobLifecycle } from '../jobs/job.lifecycle';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
@@ -36,6 +37,7 @@ export class DeploymentService {
     private readonly media: MediaService,
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
+    private readonly lifecycle: JobLifecycle | null = null,
   ) {}
 
   /** Where a job's processes run and write, on the worker's host; one directory per job. */
@@ -156,6 +158,7 @@ export class DeploymentService {
     );
     // Times on the database's clock, like every later transition of the job.
     job.createdAt = job.updatedAt = new Date(created.created_at);
+    this.lifecycle?.created(job, deployment.id);
     return { deployment, job };
   }
 

@@ -5,6 +5,7 @@ import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { Job, JobTransition, type JobOutput } from './job.entity';
+import type { JobLifecycle } from './job.lifecycle';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 
 export interface JobFilter {
@@ -68,7 +69,11 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
 }
 
 export class JobService {
-  constructor(private readonly orm: MikroORM) {}
+  constructor(
+    private readonly orm: MikroORM,
+    /** Told of each transition this process makes (log lines, metrics). */
+    private readonly lifecycle: JobLifecycle | null = null,
+  ) {}
 
   async list(principal: Principal, filter: JobFilter, args: PageArgs): Promise<Page<Job>> {
     if (filter.modelId && !isUuid(filter.modelId))
@@ -142,8 +147,10 @@ export class JobService {
       [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
     );
     if (rows.length !== 1) return null;
-    const { from_status: _from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
-    return em.map(Job, row);
+    const { from_status: from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
+    const job = em.map(Job, row);
+    this.lifecycle?.transitioned(job, from as JobStatus | null);
+    return job;
   }
 
   /** The id of a job's latest transition (see JobEvent.seq). */

@@ -35,7 +35,10 @@ import {
   requestLogs,
   sendError,
 } from './http.helpers';
+import type { Metrics } from '../metrics/metrics';
+import { graphqlMetrics, httpMetrics, subscriptionGauge } from '../metrics/metrics.http';
 import { RequestLimits } from '../rate-limits/request-limits';
+import { databaseAnswers } from '../db/orm';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
 
@@ -44,6 +47,8 @@ export interface AppDeps {
   log: Logger;
   orm: MikroORM;
   services: Services;
+  /** The process's metrics (docs/operations.md). */
+  metrics: Metrics;
   /** Extra routers mounted before authentication (the development identity provider). */
   publicRoutes?: { path: string; router: express.Router }[];
 }
@@ -104,7 +109,14 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
   },
 };
 
-export async function createApp({ config, log, orm, services, publicRoutes = [] }: AppDeps): Promise<App> {
+export async function createApp({
+  config,
+  log,
+  orm,
+  services,
+  metrics,
+  publicRoutes = [],
+}: AppDeps): Promise<App> {
   const schema = buildAppSchema(services);
   const app = express();
   app.disable('x-powered-by');
@@ -112,6 +124,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   const server = http.createServer(app);
 
   app.use(requestIds());
+  app.use(httpMetrics(metrics));
   app.use(requestLogs(log));
   app.use(cors(config.corsOrigins, [config.apiKeyHeader]));
 
@@ -119,15 +132,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (req, res) => {
-    try {
-      await Promise.race([
-        orm.em.getConnection().execute('select 1'),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
-      ]);
-      res.json({ status: 'ready' });
-    } catch {
-      sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
-    }
+    if (await databaseAnswers(orm)) return void res.json({ status: 'ready' });
+    sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
   });
   app.use(openApiRoutes(config));
   for (const { path, router } of publicRoutes) app.use(path, router);
@@ -137,13 +143,29 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   app.use(jsonBodies(config.maxBodyBytes));
 
-  const contextOf = (req: Request, res: Response): RequestContext => ({
-    requestId: res.locals.requestId,
-    principal: (res.locals.principal as Principal | null) ?? null,
-    log: req.log ?? log,
-    loaders: new Loaders(),
-    live: services.live,
-  });
+  // The response of each HTTP request's context, so the request's log line can name its operation.
+  const responses = new WeakMap<RequestContext, Response>();
+  const contextOf = (req: Request, res: Response): RequestContext => {
+    const context: RequestContext = {
+      requestId: res.locals.requestId,
+      principal: (res.locals.principal as Principal | null) ?? null,
+      log: req.log ?? log,
+      loaders: new Loaders(),
+      live: services.live,
+    };
+    responses.set(context, res);
+    return context;
+  };
+  const operationLogPlugin: ApolloServerPlugin<RequestContext> = {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ contextValue, operationName, operation }) {
+          const res = responses.get(contextValue);
+          if (res) res.locals.graphqlOperation = operationName ?? operation?.name?.value ?? '(anonymous)';
+        },
+      };
+    },
+  };
 
   const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => {
     const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
@@ -184,7 +206,13 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     parseOptions: { maxTokens: 2000 },
     includeStacktraceInErrorResponses: false,
     validationRules: armor.validationRules,
-    plugins: [...armor.plugins, ApolloServerPluginLandingPageDisabled(), statusPlugin],
+    plugins: [
+      ...armor.plugins,
+      ApolloServerPluginLandingPageDisabled(),
+      statusPlugin,
+      operationLogPlugin,
+      graphqlMetrics(metrics),
+    ],
     formatError: formatGraphQLError(log),
   });
   await apollo.start();
@@ -212,6 +240,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
   const formatError = formatGraphQLError(log);
+  const subscriptions = subscriptionGauge(metrics);
   const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
     {
       schema,
@@ -222,6 +251,10 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
         result.errors
           ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) }
           : undefined,
+      onOperation: (ctx, id, _payload, _args, result) => {
+        if (Symbol.asyncIterator in Object(result)) subscriptions.opened(ctx, id);
+      },
+      onComplete: (ctx, id) => subscriptions.completed(ctx, id),
       // Each operation over a socket spends the allowance like a request does.
       onSubscribe: async (ctx) => {
         const refused = await limits.subscription(

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import pinoHttp from 'pino-http';
 import { AppError, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
-import type { Logger } from '../common/logger';
+import { redactUrl, type Logger } from '../common/logger';
+import type { Principal } from '../auth/principal';
 import { RateLimited, rateLimitHeaders } from '../rate-limits/rate-limiter';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
@@ -58,13 +59,41 @@ export function requestIds(): RequestHandler {
   };
 }
 
-/** JSON request logs carrying the request id; health probes are not logged. */
+/**
+ * JSON request logs carrying the request id, and once known the principal and the GraphQL
+ * operation (`res.locals.graphqlOperation`); secret query values are redacted, the query and
+ * path parameters not repeated. Health probes are not logged.
+ */
 export function requestLogs(log: Logger): RequestHandler {
   return pinoHttp({
     logger: log,
     genReqId: (_req, res) => res.locals?.requestId ?? randomUUID(),
     autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+    serializers: {
+      req: (req: { url?: string; query?: unknown; params?: unknown }) => {
+        const { query: _query, params: _params, ...rest } = req;
+        return { ...rest, url: redactUrl(req.url ?? '') };
+      },
+    },
+    customProps: (_req, res) => {
+      const locals = (res as Response).locals ?? {};
+      const principal = locals.principal as Principal | null | undefined;
+      return {
+        ...(principal ? { principal: principalOf(principal) } : {}),
+        ...(locals.graphqlOperation ? { operation: locals.graphqlOperation as string } : {}),
+      };
+    },
   });
+}
+
+/** Who a request acted as, for its log line: ids only. */
+function principalOf(p: Principal) {
+  return {
+    userId: p.user.id,
+    ...(p.team ? { teamId: p.team.id } : {}),
+    ...(p.apiKeyId ? { apiKeyId: p.apiKeyId } : {}),
+    credential: p.credential,
+  };
 }
 
 /** Parses JSON bodies (both accepted content types) up to `maxBodyBytes`. */

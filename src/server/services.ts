@@ -11,7 +11,9 @@ import { DeploymentService } from '../deployments/deployment.service';
 import { RateLimit } from '../rate-limits/rate-limiter';
 import type { EventBus } from '../events/event-bus';
 import { JobLive } from '../jobs/job.live';
+import { JobLifecycle } from '../jobs/job.lifecycle';
 import { JobService } from '../jobs/job.service';
+import type { Metrics } from '../metrics/metrics';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
@@ -23,6 +25,8 @@ import { UserService } from '../users/user.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
+  /** The process's metrics; none in scripts. */
+  metrics?: Metrics;
   config: Config;
   orm: MikroORM;
   verifier: TokenVerifier;
@@ -31,7 +35,8 @@ export interface ServiceDeps {
   log: Logger;
 }
 
-export function createServices({ config, orm, verifier, storage, bus, log }: ServiceDeps) {
+export function createServices({ config, orm, verifier, storage, bus, log, metrics }: ServiceDeps) {
+  const lifecycle = new JobLifecycle(log, metrics);
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
@@ -50,7 +55,16 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const media = new MediaService(
     orm,
     storage,
-    { cdnUrl: config.cdnUrl, maxUploadBytes: config.maxUploadBytes },
+    {
+      cdnUrl: config.cdnUrl,
+      maxUploadBytes: config.maxUploadBytes,
+      onUpload: metrics
+        ? (outcome, bytes, seconds) => {
+            metrics.uploadBytes.inc(bytes);
+            metrics.uploadDuration.observe({ outcome }, seconds);
+          }
+        : undefined,
+    },
     log,
   );
   const models = new ModelService(orm);
@@ -60,7 +74,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobs = new JobService(orm);
+  const jobs = new JobService(orm, lifecycle);
   const deployments = new DeploymentService(
     orm,
     config,
@@ -73,6 +87,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
           windowSeconds: 60,
         })
       : null,
+    lifecycle,
   );
   const live = new JobLive(bus, jobs);
   const billing = new BillingService(orm, config.prices);
