@@ -81,6 +81,8 @@ function formatGraphQLError(log: Logger) {
   };
 }
 
+const RESPONSE = Symbol('response');
+
 /** Request-level failures whose HTTP status follows their code when the answer has no data. */
 const REQUEST_LEVEL_CODES = new Set([
   'BAD_REQUEST',
@@ -143,24 +145,22 @@ export async function createApp({
 
   app.use(jsonBodies(config.maxBodyBytes));
 
-  // The response of each HTTP request's context, so the request's log line can name its operation.
-  const responses = new WeakMap<RequestContext, Response>();
-  const contextOf = (req: Request, res: Response): RequestContext => {
-    const context: RequestContext = {
+  // Each HTTP context carries its response (Apollo copies contexts, symbols included), so the
+  // request's log line can name the operation.
+  const contextOf = (req: Request, res: Response): RequestContext =>
+    ({
       requestId: res.locals.requestId,
       principal: (res.locals.principal as Principal | null) ?? null,
       log: req.log ?? log,
       loaders: new Loaders(),
       live: services.live,
-    };
-    responses.set(context, res);
-    return context;
-  };
+      [RESPONSE]: res,
+    }) as RequestContext;
   const operationLogPlugin: ApolloServerPlugin<RequestContext> = {
     async requestDidStart() {
       return {
         async didResolveOperation({ contextValue, operationName, operation }) {
-          const res = responses.get(contextValue);
+          const res = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
           if (res) res.locals.graphqlOperation = operationName ?? operation?.name?.value ?? '(anonymous)';
         },
       };
