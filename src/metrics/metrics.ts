@@ -32,7 +32,7 @@ export class Metrics {
   });
   readonly graphqlDuration = new Histogram({
     name: 'graphql_operation_duration_seconds',
-    help: 'GraphQL operations over HTTP and websockets by operation name, type and outcome',
+    help: 'GraphQL operations over HTTP by operation name, type and outcome',
     labelNames: ['operation', 'type', 'outcome'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
