@@ -223,6 +223,21 @@ describe('every documented operation, answered for real', () => {
       auth = `Bearer ${body.access_token}`;
       refreshToken = body.refresh_token;
     }
+    const session = await browser.request(`${t.url}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-requested-with': 'fetch',
+        accept: 'application/json',
+      },
+      body: '{}',
+    });
+    check('post', '/api/v1/auth/token', {
+      status: session.status,
+      contentType: session.headers.get('content-type') ?? undefined,
+      body: await session.json(),
+    });
+    expect(session.status).toBe(200);
     const metadata = await browser.get(`${t.url}/api/v1/fetch-metadata`, JSON_ACCEPT);
     check('get', '/api/v1/fetch-metadata', {
       status: metadata.status,

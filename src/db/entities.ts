@@ -1,7 +1,7 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
-import { LoginAttempt, LoginSession } from '../auth/session.entity';
+import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
 import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from '../chat-bridge/chat-bridge.entity';
 import { Team, TeamMember } from '../teams/team.entity';
 import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
@@ -38,4 +38,5 @@ export const entities = [
   Matterbridge,
   MediaStorageInterval,
   RateLimitCounter,
+  SessionToken,
 ];

@@ -24,6 +24,7 @@ import type { RequestContext } from './context';
 import { cors } from './cors';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
+import { webAppRoutes } from './web-app';
 import { Loaders } from './loaders';
 import {
   drain,
@@ -142,6 +143,7 @@ export async function createApp({
   // The CDN path: public like a bucket; ids are unguessable and only live files are served.
   app.use(mediaFileRoutes(services.media));
   if (config.graphqlIde) app.use(graphiqlRoutes());
+  app.use(webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }));
 
   app.use(jsonBodies(config.maxBodyBytes));
 
@@ -264,11 +266,14 @@ export async function createApp({
         return refused ? [refused] : undefined;
       },
       onConnect: async (ctx) => {
-        const params = ctx.connectionParams ?? {};
+        // Header names are case-insensitive; GraphiQL sends its headers pane as typed.
+        const params = Object.fromEntries(
+          Object.entries(ctx.connectionParams ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+        );
         const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
         const credentials: Credentials = {
-          authorization: str(params.authorization ?? params.Authorization),
-          apiKey: str(params[config.apiKeyHeader] ?? params.apiKey),
+          authorization: str(params.authorization),
+          apiKey: str(params[config.apiKeyHeader] ?? params.apikey),
         };
         try {
           ctx.extra.principal = await services.authenticator.authenticate(credentials);

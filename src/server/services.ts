@@ -40,7 +40,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
-  const sessions = new SessionService(orm, config.sessionTtlSeconds);
+  const sessions = new SessionService(orm, config.sessionTtlSeconds, config.sessionTokenTtlSeconds);
   const authenticator = new Authenticator(config, verifier, users, apiKeys, sessions);
   const identityProvider = openIdClient({
     issuer: verifier.issuer,
@@ -51,7 +51,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     audience: config.oidcAudience,
     timeoutSeconds: config.oidcTimeoutSeconds,
   });
-  const login = new LoginService(config.publicUrl, identityProvider, verifier, users, sessions);
+  const login = new LoginService(config.publicUrl, identityProvider, verifier, users, sessions, teams);
   const media = new MediaService(
     orm,
     storage,

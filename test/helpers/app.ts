@@ -55,6 +55,8 @@ export async function startTestApp(
     RATE_LIMIT_PER_MINUTE: '1000000',
     RATE_LIMIT_UPLOADS_PER_MINUTE: '1000000',
     RATE_LIMIT_DEPLOYMENTS_PER_MINUTE: '1000000',
+    // No web app build unless a test brings one (test/web-app.test.ts).
+    WEB_DIR: path.join(dataDir, 'web'),
     ...env,
   });
   const log = opts.log ?? createLogger(config.logLevel, { apiKeyHeader: config.apiKeyHeader });
