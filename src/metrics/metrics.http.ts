@@ -7,9 +7,12 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
     res.once('finish', () => {
-      const route = req.route?.path
-        ? `${req.baseUrl}${String(req.route.path)}`
-        : req.baseUrl || '(unmatched)';
+      // A route that passed the request on (the web app's fallback) did not answer it.
+      const matched = !res.locals.unmatched;
+      const route =
+        matched && req.route?.path
+          ? `${req.baseUrl}${String(req.route.path)}`
+          : (matched && req.baseUrl) || '(unmatched)';
       metrics.httpDuration.observe(
         { method: req.method, route, status: String(res.statusCode) },
         (performance.now() - started) / 1000,

@@ -102,8 +102,10 @@ export function jsonBodies(maxBodyBytes: number): RequestHandler {
 }
 
 export function noRoute(): RequestHandler {
-  return (req, res) =>
+  return (req, res) => {
+    res.locals.unmatched = true; // metrics label it so, whatever route passed it on
     sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
+  };
 }
 
 /** The last handler: body-parser failures become 400/413/415, anything unknown INTERNAL (logged). */
