@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Client } from 'pg';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfigOrExit } from '../src/config';
 import { databaseUrlFile } from '../src/db/embedded-postgres';
 
 function fail(message: string): never {
@@ -29,13 +29,7 @@ export async function runningEmbeddedUrl(dataDir: string): Promise<string | null
 }
 
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const url = config.databaseUrl ?? (await runningEmbeddedUrl(config.dataDir));
   if (!url)
     fail(

@@ -5,7 +5,7 @@
  * Uses DATABASE_URL, else the running embedded PostgreSQL, else starts the embedded one briefly.
  */
 import 'reflect-metadata';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfigOrExit } from '../src/config';
 import { createLogger } from '../src/common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded-postgres';
 import { DatabaseUnreachable, openOrm } from '../src/db/orm';
@@ -19,16 +19,7 @@ async function main(): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl ?? (await runningEmbeddedUrl(config.dataDir));
   if (!url) {

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { devAudience, devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfigOrExit } from '../src/config';
 
 function fail(message: string): never {
   console.error(message);
@@ -36,13 +36,7 @@ async function main() {
     console.error('usage: npm run token -- <username>   (letters, digits, . _ @ -)');
     process.exit(2);
   }
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
+  const config = loadConfigOrExit();
   if (config.oidcIssuer) fail('OIDC_ISSUER is set: get tokens from that identity provider instead.');
   const keyFile = path.join(config.dataDir, 'oidc', 'signing-key.json');
   if (!existsSync(keyFile))

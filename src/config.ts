@@ -423,6 +423,17 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   return Object.freeze(config);
 }
 
+/** `loadConfig` for entry points (the service, scripts): a bad configuration is printed, exit 2. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(err.message);
+    process.exit(2);
+  }
+}
+
 /** Reads `.env` from the working directory (if present) below the real environment. */
 function readProcessEnv(): Env {
   const file = path.resolve('.env');

@@ -1,20 +1,11 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig } from './config';
+import { loadConfigOrExit } from './config';
 import { createLogger } from './common/logger';
 import { DatabaseUnreachable } from './db/orm';
 import { startRuntime } from './server/bootstrap';
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger(config.logLevel, { apiKeyHeader: config.apiKeyHeader });
   let runtime;
   try {
