@@ -11,6 +11,7 @@ import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { RateLimitCounter } from '../rate-limits/rate-limit.entity';
+import { PersistedDocument } from '../documents/document.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -38,5 +39,6 @@ export const entities = [
   Matterbridge,
   MediaStorageInterval,
   RateLimitCounter,
+  PersistedDocument,
   SessionToken,
 ];
