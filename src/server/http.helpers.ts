@@ -153,7 +153,16 @@ export function errorResponses(maxBodyBytes: number, log: Logger): ErrorRequestH
   };
 }
 
+/**
+ * Idle keep-alive connections are kept longer than proxies and clients keep theirs (nginx 60 s,
+ * load balancers 60 s, undici 4 s): Node's 5 s default let a client reuse a socket in the instant
+ * the server closed it, and the request was reset.
+ */
+const KEEP_ALIVE_MS = 65_000;
+
 export function listen(server: http.Server, port: number, host: string): Promise<number> {
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
