@@ -107,6 +107,15 @@ export interface Config {
   bridgeLoginWindowSeconds: number;
   /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
   prices: PriceList;
+  // Operability (docs/operations.md).
+  /** A second port serving /metrics, /healthz and /readyz, for any role; undefined: none. */
+  metricsPort: number | undefined;
+  /** Exact browser origins allowed to call the API; `*` allows any, without credentials. */
+  corsOrigins: readonly string[];
+  /** Requests per principal per minute; 0: no limit. */
+  rateLimitPerMinute: number;
+  rateLimitUploadsPerMinute: number;
+  rateLimitDeploymentsPerMinute: number;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -262,28 +271,42 @@ class Parser {
 
   /** A price list file (JSON or YAML, docs/billing.md); unset: the built-in one. */
   prices(name: string): PriceList {
-    const file = this.raw(name);
-    if (file === undefined) return DEFAULT_PRICES;
-    try {
-      return parsePriceList(readFileSync(file, 'utf8'));
-    } catch (err) {
-      const { code, message } = err as NodeJS.ErrnoException;
-      this.problems.push(`${name}: ${code ? `cannot read "${file}" (${code})` : `"${file}": ${message}`}`);
-      return DEFAULT_PRICES;
-    }
+    return this.file(name, parsePriceList, DEFAULT_PRICES);
   }
 
   /** A machine types file (JSON or YAML, docs/executors.md); unset: null. */
   machineTypes(name: string): MachineTypes | null {
+    return this.file(name, parseMachineTypes, null);
+  }
+
+  /** A file named by `name`, parsed; unset, unreadable or invalid: `fallback` (and a problem). */
+  private file<T>(name: string, parse: (text: string) => T, fallback: T): T {
     const file = this.raw(name);
-    if (file === undefined) return null;
+    if (file === undefined) return fallback;
     try {
-      return parseMachineTypes(readFileSync(file, 'utf8'));
+      return parse(readFileSync(file, 'utf8'));
     } catch (err) {
       const { code, message } = err as NodeJS.ErrnoException;
       this.problems.push(`${name}: ${code ? `cannot read "${file}" (${code})` : `"${file}": ${message}`}`);
-      return null;
+      return fallback;
     }
+  }
+
+  /** Browser origins (`scheme://host[:port]`, exactly as browsers send them), or `*`. */
+  origins(name: string): string[] {
+    const origins = this.list(name);
+    for (const o of origins) {
+      if (o === '*') continue;
+      let ok: boolean;
+      try {
+        const u = new URL(o);
+        ok = ['http:', 'https:'].includes(u.protocol) && u.origin === o && !o.includes('*');
+      } catch {
+        ok = false;
+      }
+      if (!ok) this.problems.push(`${name}: "${o}" is not an origin such as https://app.example.com`);
+    }
+    return origins;
   }
 
   list(name: string): string[] {
@@ -439,9 +462,25 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
     prices: p.prices('PRICES_FILE'),
+    metricsPort: p.raw('METRICS_PORT') === undefined ? undefined : p.int('METRICS_PORT', 0, 0, 65535),
+    corsOrigins: p.origins('CORS_ORIGINS'),
+    rateLimitPerMinute: p.int('RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
+    rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
+    rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
+}
+
+/** `loadConfig` for entry points (the service, scripts): a bad configuration is printed, exit 2. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(err.message);
+    process.exit(2);
+  }
 }
 
 /** Reads `.env` from the working directory (if present) below the real environment. */

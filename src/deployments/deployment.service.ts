@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
 import type { Config } from '../config';
+import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { readByIds } from '../db/rows';
@@ -10,6 +11,7 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
 import { Job, type JobInput } from '../jobs/job.entity';
+import type { JobLifecycle } from '../jobs/job.lifecycle';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
@@ -42,6 +44,9 @@ export class DeploymentService {
     >,
     private readonly models: ModelService,
     private readonly media: MediaService,
+    /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
+    private readonly limit: RateLimit | null = null,
+    private readonly lifecycle: JobLifecycle | null = null,
   ) {}
 
   /**
@@ -61,6 +66,7 @@ export class DeploymentService {
     principal: Principal,
     input: CreateDeploymentInput,
   ): Promise<{ deployment: Deployment; job: Job }> {
+    await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const name = validateName(input.name);
     const model = await this.models.get(principal, input.modelId);
     this.assertMachineType(model);
@@ -168,6 +174,7 @@ export class DeploymentService {
     );
     // Times on the database's clock, like every later transition of the job.
     job.createdAt = job.updatedAt = new Date(created.created_at);
+    this.lifecycle?.created(job, deployment.id);
     return { deployment, job };
   }
 

@@ -34,6 +34,11 @@ export interface JobInput {
   name: 'jobs_billing_long_index',
   expression: `create index "jobs_billing_long_index" on "jobs" ("owner_type", "owner_id", "started_at") include ("finished_at", "machine_type", "machine_count", "model_id") where "started_at" is not null and ("finished_at" is null or "finished_at" - "started_at" >= interval '1 day')`,
 })
+// The queue's depth and oldest age (metrics) without reading ended jobs.
+@Index({
+  name: 'jobs_queued_index',
+  expression: `create index "jobs_queued_index" on "jobs" ("created_at") where "status" = 'queued'`,
+})
 // Jobs a worker follows, or must still stop on the executor (canceled while their worker was gone).
 @Index({
   name: 'jobs_followed_index',

@@ -8,6 +8,7 @@ import { Deployment } from '../deployments/deployment.entity';
 import { Model } from '../models/model.entity';
 import { CHANNELS } from '../events/event-bus';
 import { Job, JobTransition, type JobOutput } from './job.entity';
+import type { JobLifecycle } from './job.lifecycle';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 
 export interface JobFilter {
@@ -80,7 +81,11 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
 export type JobRow = Job & { model?: Model | null };
 
 export class JobService {
-  constructor(private readonly orm: MikroORM) {}
+  constructor(
+    private readonly orm: MikroORM,
+    /** Told of each transition this process makes (log lines, metrics). */
+    private readonly lifecycle: JobLifecycle | null = null,
+  ) {}
 
   /**
    * The owner's jobs, newest first. With `nested`, each job carries its deployment (in
@@ -187,8 +192,10 @@ export class JobService {
       [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
     );
     if (rows.length !== 1) return null;
-    const { from_status: _from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
-    return em.map(Job, row);
+    const { from_status: from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
+    const job = em.map(Job, row);
+    this.lifecycle?.transitioned(job, from as JobStatus | null);
+    return job;
   }
 
   /** The id of a job's latest transition (see JobEvent.seq). */
