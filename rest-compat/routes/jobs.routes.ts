@@ -41,6 +41,11 @@ const jobSchema = object({
   status: enumOf(STATUSES),
   executor: string,
   external_id: nullable(string),
+  nodes: { ...arrayOf(string), description: 'the hosts the job runs or ran on (Slurm, Kubernetes)' },
+  pending_reason: {
+    ...nullable(string),
+    description: "why a queued job waits on the cluster manager, in the scheduler's words",
+  },
   exit_code: nullable(integer),
   error: nullable(string),
   created_at: isoTime,
