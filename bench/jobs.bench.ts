@@ -13,14 +13,23 @@ import { createClient, type Client as WsClient } from 'graphql-ws';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import WebSocket from 'ws';
-import { freePort, percentile, printTable, setting, SMOKE, startChild, startService } from './lib';
+import {
+  freePort,
+  jobsClient,
+  now,
+  percentile,
+  printTable,
+  setting,
+  SMOKE,
+  startChild,
+  startService,
+} from './lib';
 
 const JOBS = setting('BENCH_JOBS', 200, 5);
 const THROUGHPUT = setting('BENCH_THROUGHPUT', 1000, 10);
 const FANOUT = setting('BENCH_FANOUT', 2000, 50);
 const FANOUT_JOBS = setting('BENCH_FANOUT_JOBS', 30, 3);
 
-const ms = (ns: bigint) => Number(ns) / 1e6;
 const fmt = (v: number) => v.toFixed(1);
 
 /** The bare floor: a row inserted and NOTIFYed by one connection, heard by another. */
@@ -36,12 +45,12 @@ async function bareRoundTrips(databaseUrl: string, n: number): Promise<number[]>
     const times: number[] = [];
     for (let i = 0; i < n; i++) {
       const heard = new Promise<void>((resolve) => listener.once('notification', () => resolve()));
-      const start = process.hrtime.bigint();
+      const start = now();
       await writer.query(
         `with row as (insert into bench_events default values returning id) select pg_notify('bench_events', id::text) from row`,
       );
       await heard;
-      times.push(ms(process.hrtime.bigint() - start));
+      times.push(now() - start);
     }
     return times;
   } finally {
@@ -57,22 +66,22 @@ interface Round {
 
 /** Waits for `n` receipts of `key`, fed by `heard(key)`, and answers their delays from `start`. */
 class Receipts {
-  private readonly times = new Map<string, bigint[]>();
+  private readonly times = new Map<string, number[]>();
   private readonly waiters = new Map<string, () => void>();
   constructor(private readonly n: number) {}
 
   heard(key: string): void {
-    const t = process.hrtime.bigint();
+    const t = now();
     const list = this.times.get(key) ?? [];
     list.push(t);
     this.times.set(key, list);
     if (list.length === this.n) this.waiters.get(key)?.();
   }
 
-  async all(key: string, start: bigint): Promise<Round> {
+  async all(key: string, start: number): Promise<Round> {
     if ((this.times.get(key)?.length ?? 0) < this.n)
       await new Promise<void>((resolve) => this.waiters.set(key, resolve));
-    const delays = this.times.get(key)!.map((t) => ms(t - start));
+    const delays = this.times.get(key)!.map((t) => t - start);
     this.times.delete(key);
     this.waiters.delete(key);
     return { delays };
@@ -97,7 +106,7 @@ async function bareBroadcasts(message: (jobId: string) => string): Promise<Round
     for (let i = 0; i < FANOUT_JOBS + 3; i++) {
       const key = randomUUID();
       const body = JSON.stringify({ key, ...JSON.parse(message(key)) });
-      const start = process.hrtime.bigint();
+      const start = now();
       await fetch(`${server.url}/broadcast`, { method: 'POST', body });
       const round = await receipts.all(key, start);
       if (i >= 3) rounds.push(round); // the first ones warm up
@@ -141,10 +150,10 @@ async function fanout(serviceUrl: string, auth: string, create: () => Promise<st
     for (let i = 0; i < FANOUT; i += 100)
       await Promise.all(Array.from({ length: Math.min(100, FANOUT - i) }, subscriber));
     // Every subscriber hears the warm-up jobs: all are registered.
-    for (let i = 0; i < 3; i++) await receipts.all(await create(), process.hrtime.bigint());
+    for (let i = 0; i < 3; i++) await receipts.all(await create(), now());
     const rounds: Round[] = [];
     for (let i = 0; i < FANOUT_JOBS; i++) {
-      const start = process.hrtime.bigint();
+      const start = now();
       rounds.push(await receipts.all(await create(), start));
     }
     const sample = (id: string) =>
@@ -192,75 +201,11 @@ async function fanout(serviceUrl: string, auth: string, create: () => Promise<st
 export async function run(): Promise<void> {
   const sut = await startService({ ROLES: 'api,worker', LOCAL_EXECUTOR_TRUST: 'any' });
   const auth = `Bearer ${await sut.token('bench')}`;
-  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
-    const res = await fetch(`${sut.service.url}/graphql`, {
-      method: 'POST',
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ query, variables }),
-    });
-    const body = (await res.json()) as {
-      data?: Record<string, { id: string; job?: { id: string } }>;
-      errors?: unknown;
-    };
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data!;
-  };
-  const { createModel } = await gql(
-    'mutation { createModel(input: { name: "trivial", container: "local", command: "true {args}", args: [] }) { id } }',
-  );
-  const create = async () =>
-    (
-      await gql(
-        'mutation ($m: ID!) { createDeployment(input: { name: "b", modelId: $m, args: {} }) { job { id } } }',
-        {
-          m: createModel.id,
-        },
-      )
-    ).createDeployment.job!.id;
-
-  // Events per job id, with the time each arrived.
-  const arrivals = new Map<string, Map<string, bigint>>();
-  const waiters = new Map<string, () => void>();
-  const client = createClient({
-    url: `${sut.service.url.replace('http', 'ws')}/graphql`,
-    webSocketImpl: WebSocket,
-    connectionParams: { authorization: auth },
-  });
+  const { create, eventOf, latencies, dispose } = await jobsClient(sut.service.url, auth, 'true {args}');
   try {
-    await new Promise<void>((ready, reject) => {
-      client.subscribe<{ jobs: { id: string; status: string } }>(
-        { query: 'subscription { jobs { id status } }' },
-        {
-          next: ({ data }) => {
-            const { id, status } = data!.jobs;
-            const seen = arrivals.get(id) ?? new Map<string, bigint>();
-            seen.set(status, process.hrtime.bigint());
-            arrivals.set(id, seen);
-            waiters.get(`${id}:${status}`)?.();
-          },
-          error: reject,
-          complete: () => undefined,
-        },
-      );
-      setTimeout(ready, 300);
-    });
-    const eventOf = (id: string, status: string) =>
-      arrivals.get(id)?.has(status)
-        ? Promise.resolve()
-        : new Promise<void>((resolve) => waiters.set(`${id}:${status}`, resolve));
-
     for (let i = 0; i < (SMOKE ? 1 : 10); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
-    const toRunning: number[] = [];
-    const toSucceeded: number[] = [];
-    for (let i = 0; i < JOBS; i++) {
-      const start = process.hrtime.bigint();
-      const id = await create();
-      await eventOf(id, 'SUCCEEDED');
-      const seen = arrivals.get(id)!;
-      toRunning.push(ms(seen.get('RUNNING')! - start));
-      toSucceeded.push(ms(seen.get('SUCCEEDED')! - start));
-    }
+    const { running: toRunning, succeeded: toSucceeded } = await latencies(JOBS);
     const bare = await bareRoundTrips(sut.db.url, JOBS);
     const row = (what: string, v: number[]) => ({
       what,
@@ -274,7 +219,7 @@ export async function run(): Promise<void> {
       row('createDeployment -> SUCCEEDED event', toSucceeded),
     ]);
 
-    const start = process.hrtime.bigint();
+    const start = now();
     // Created by 50 concurrent requests: a thousand connections at once overflowed the listen
     // backlog of a loaded machine (connection resets), which is not what this measures.
     const ids: string[] = [];
@@ -288,13 +233,13 @@ export async function run(): Promise<void> {
       }),
     );
     await Promise.all(ids.map((id) => eventOf(id, 'SUCCEEDED')));
-    const seconds = ms(process.hrtime.bigint() - start) / 1000;
+    const seconds = (now() - start) / 1000;
     printTable(`Throughput of ${THROUGHPUT} trivial jobs created by 50 concurrent requests`, [
       { jobs: THROUGHPUT, seconds: seconds.toFixed(1), 'jobs/s': (THROUGHPUT / seconds).toFixed(0) },
     ]);
     await fanout(sut.service.url, auth, create);
   } finally {
-    await client.dispose();
+    await dispose();
     await sut.stop();
   }
 }
