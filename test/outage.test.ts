@@ -1,6 +1,7 @@
 import { createClient, type Client } from 'graphql-ws';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import request from 'supertest';
 import WebSocket from 'ws';
 import { isDatabaseUnavailable } from '../src/common/errors';
 import { startTestApp, type TestApp } from './helpers/app';
@@ -19,6 +20,8 @@ let t: TestApp;
 let auth: string;
 let gateModel: string;
 let argvModel: string;
+/** The METRICS_PORT listener's URL. */
+let metricsUrl: string;
 
 beforeAll(async () => {
   pg = await startOwnPostgres();
@@ -41,6 +44,7 @@ beforeAll(async () => {
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
     return res.body.id as string;
   };
+  metricsUrl = `http://127.0.0.1:${await t.runtime.metricsServer.listen(0, '127.0.0.1')}`;
   gateModel = await model('gate');
   argvModel = await model('argv');
   expect((await uploadFile(t, auth, pngBytes())).status).toBe(200);
@@ -111,15 +115,47 @@ async function expectUnavailable(): Promise<void> {
     expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
   }
-  const gql = await t.gql('{ media { nodes { id } } }', {}, auth);
-  expect(gql.status).toBe(503);
-  expect(gql.headers['retry-after']).toMatch(/^\d+$/);
-  expect(gql.body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toEqual([
-    'UNAVAILABLE',
-  ]);
-  const ready = await t.http().get('/readyz');
-  expect(ready.status).toBe(503);
-  expect(ready.body.error.code).toBe('UNAVAILABLE');
+  // GraphQL over HTTP: the rate limiter, which needs the database to count, answers before the
+  // GraphQL layer, in the error body that answers 401 and 429 there too.
+  for (const gql of [
+    await t.gql('{ media { nodes { id } } }', {}, auth),
+    // Needs nothing of the database but the count (anonymous: by address): the same 503, not a
+    // wait for the bound and then an answer.
+    await t.gql('{ __typename }'),
+  ]) {
+    expect({ status: gql.status, code: gql.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
+    expect(gql.headers['retry-after']).toMatch(/^\d+$/);
+  }
+  for (const ready of [await t.http().get('/readyz'), await request(metricsUrl).get('/readyz')]) {
+    expect(ready.status).toBe(503);
+    expect(ready.body.error.code).toBe('UNAVAILABLE');
+    expect(ready.headers['retry-after']).toMatch(/^\d+$/);
+  }
+  // Over a websocket, each operation is counted like a request: a GraphQL error, extensions.code.
+  const client = createClient({
+    url: `ws://127.0.0.1:${t.port}/graphql`,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+  });
+  try {
+    const errors = await new Promise<unknown>((resolve, reject) =>
+      client.subscribe(
+        { query: '{ __typename }' },
+        {
+          next: () => reject(new Error('answered during the outage')),
+          error: resolve,
+          complete: () => undefined,
+        },
+      ),
+    );
+    expect(errors).toEqual([
+      expect.objectContaining({
+        extensions: expect.objectContaining({ code: 'UNAVAILABLE', retryAfterSeconds: expect.any(Number) }),
+      }),
+    ]);
+  } finally {
+    await client.dispose();
+  }
 }
 
 async function waitUntilReady(): Promise<void> {
