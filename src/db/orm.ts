@@ -14,13 +14,16 @@ export interface OrmOptions {
   poolMax?: number;
   /**
    * Bound on opening a connection, waiting for one and on each statement (DATABASE_QUERY_TIMEOUT_MS);
-   * 0: none (migrations). Past it the caller gets an error that means "the database is unavailable".
+   * 0: none. Past it the caller gets an error that means "the database is unavailable".
    */
   queryTimeoutMs?: number;
+  /** Statements without the bound (migrations: one may rightly take long); connecting keeps it. */
+  unboundedStatements?: boolean;
 }
 
 export function ormConfig(opts: OrmOptions): Options {
   const timeoutMs = opts.queryTimeoutMs ?? 0;
+  const statementMs = opts.unboundedStatements ? 0 : timeoutMs;
   return {
     clientUrl: opts.clientUrl,
     entities,
@@ -43,10 +46,10 @@ export function ormConfig(opts: OrmOptions): Options {
       acquireTimeoutMillis: timeoutMs || 60_000,
       idleTimeoutMillis: 10000,
       afterCreate: (connection: Client, done: (err: Error | null, connection: Client) => void) =>
-        done(null, boundQueries(connection, timeoutMs)),
+        done(null, boundQueries(connection, statementMs)),
     },
     driverOptions: {
-      connection: boundedConnection(timeoutMs, 'media-platform'),
+      connection: boundedConnection(timeoutMs, 'media-platform', statementMs > 0),
       // knex warns on the console of each connection it drops; dropping them is the plan.
       log: { warn: () => undefined },
     },
@@ -111,7 +114,8 @@ function isConnectionFailure(err: unknown): boolean {
 
 /**
  * Brings the schema up to date with the checked-in migrations (on connections of their own,
- * without the query bound: a migration may rightly take long), then connects for the service.
+ * whose statements are not bounded: a migration may rightly take long; connecting is), then
+ * connects for the service.
  * `migrate: false` only connects (`npm run migrate` runs the migrator itself).
  */
 export async function openOrm(opts: OrmOptions & { migrate?: boolean }): Promise<Orm> {
@@ -131,7 +135,7 @@ export async function openOrm(opts: OrmOptions & { migrate?: boolean }): Promise
     return orm;
   };
   if (opts.migrate !== false) {
-    const migrating = await open({ ...opts, onQuery: undefined, queryTimeoutMs: 0 }, (orm) =>
+    const migrating = await open({ ...opts, onQuery: undefined, unboundedStatements: true }, (orm) =>
       orm.getMigrator().up(),
     );
     await migrating.close(true);

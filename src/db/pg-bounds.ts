@@ -12,13 +12,14 @@ export class QueryTimeoutError extends Error {
 /**
  * Connection settings that bound the time a connection may take to open and a statement may run
  * on the server (`statement_timeout` ends a slow query on a live server, leaving the connection
- * usable). 0 means no bound.
+ * usable). 0 means no bound; `statementsToo` false bounds only the opening.
  */
-export function boundedConnection(timeoutMs: number, applicationName: string) {
+export function boundedConnection(timeoutMs: number, applicationName: string, statementsToo = true) {
   return {
     application_name: applicationName,
     keepAlive: true,
-    ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs } : {}),
+    ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
+    ...(timeoutMs > 0 && statementsToo ? { statement_timeout: timeoutMs } : {}),
   };
 }
 
