@@ -5,7 +5,6 @@ import { AppError, toAppError } from '../src/common/errors';
 import type { RequestContext } from '../src/server/context';
 import { sendError, sendJson } from '../src/server/http.helpers';
 import type { RestRoute } from './route';
-import { compileSerializer } from './rest.serializer';
 
 export interface RestRouterOptions {
   schema: GraphQLSchema;
@@ -32,7 +31,6 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
     const compiled = compileQuery(schema, r.document as DocumentNode);
     if (!isCompiledQuery(compiled))
       throw new Error(`${r.method} ${r.path}: ${JSON.stringify(compiled.errors)}`);
-    const serialize = r.response && compileSerializer(r.response, `${r.method.toUpperCase()} ${r.path}`);
     const operation = r.document.definitions.find((d) => d.kind === 'OperationDefinition')?.name?.value;
     router[r.method](r.path, async (req, res) => {
       res.locals.graphqlOperation = operation; // named on the request's log line
@@ -52,7 +50,7 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
         const out = r.respond(result.data as never, req);
         for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
         if (out.body === undefined) return void res.status(out.status ?? 204).end();
-        sendJson(req, res, out.status ?? 200, out.body, serialize);
+        sendJson(req, res, out.status ?? 200, out.body);
       } catch (err) {
         const { error, unexpected } = toAppError(err);
         if (unexpected) context.log.error({ err }, 'unexpected error');

@@ -13,22 +13,13 @@ export const VERSIONED_JSON = 'application/service.rest.v1+json';
 const JSON_TYPES = ['application/json', 'application/*+json'];
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/**
- * JSON in the type the client asked for: the versioned type when its Accept names it. `serialize`
- * is a route's compiled serializer where it has one (rest-compat/rest.serializer.ts).
- */
-export function sendJson(
-  req: Request,
-  res: Response,
-  status: number,
-  body: unknown,
-  serialize: (body: unknown) => string = JSON.stringify,
-): void {
+/** JSON in the type the client asked for: the versioned type when its Accept names it. */
+export function sendJson(req: Request, res: Response, status: number, body: unknown): void {
   const type =
     req.accepts(['application/json', VERSIONED_JSON]) === VERSIONED_JSON
       ? VERSIONED_JSON
       : 'application/json';
-  res.status(status).type(type).send(serialize(body));
+  res.status(status).type(type).send(JSON.stringify(body));
 }
 
 export function sendError(req: Request, res: Response, error: AppError): void {
