@@ -1,7 +1,7 @@
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import type { ApiDoc, RestRoute, RouteDoc } from './route';
 import { errorBody, integer, string, type JsonSchema } from './schemas';
-import { VERSIONED_JSON } from '../src/server/http.helpers';
+import { VERSIONED_JSON } from '../src/http/http.helpers';
 
 export interface OpenApiOptions {
   /** `{base_url}`. */

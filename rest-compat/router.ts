@@ -3,8 +3,8 @@ import { validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { AppError, toAppError, withoutSuggestions } from '../src/common/errors';
 import { inputProblems } from '../src/server/graphql.inputs';
-import type { RequestContext } from '../src/server/context';
-import { sendError, sendJson } from '../src/server/http.helpers';
+import type { RequestContext } from '../src/graphql/graphql.context';
+import { sendError, sendJson } from '../src/http/http.helpers';
 import type { RestRoute } from './route';
 
 export interface RestRouterOptions {

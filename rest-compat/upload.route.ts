@@ -6,7 +6,7 @@ import { AppError, toAppError } from '../src/common/errors';
 import type { Logger } from '../src/common/logger';
 import type { MediaAsset } from '../src/media/media.entity';
 import type { MediaService } from '../src/media/media.service';
-import { sendError, sendJson } from '../src/server/http.helpers';
+import { sendError, sendJson } from '../src/http/http.helpers';
 import type { ApiDoc } from './route';
 import { object, url, uuid } from './schemas';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { DEFAULT_PRICES } from './billing/billing.prices';
+import { DEFAULT_PRICES } from './common/price-list';
 import { ConfigError, loadConfig } from './config';
 
 describe('loadConfig', () => {

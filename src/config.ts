@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { DEFAULT_PRICES, parsePriceList, type PriceList } from './billing/billing.prices';
+import { DEFAULT_PRICES, parsePriceList, type PriceList } from './common/price-list';
 import { parseMachineTypes, type MachineTypes } from './common/machine-types';
 
 /** The one place that reads process.env. Everything else receives a frozen Config. */

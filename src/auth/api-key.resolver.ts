@@ -1,6 +1,6 @@
 import { Arg, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { encodeCursor } from '../common/pagination';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { ApiKeyService } from './api-key.service';
 import { ApiKeyConnection, ApiKeyType, CreateApiKeyInput, CreatedApiKey } from './api-key.types';
 import type { Principal } from './principal';

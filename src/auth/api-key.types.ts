@@ -1,5 +1,5 @@
 import { Field, ID, InputType, ObjectType } from 'type-graphql';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { ApiKey } from './api-key.entity';
 
 @ObjectType('ApiKey', { description: 'A long-lived credential. Its value is shown only when it is created.' })

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { errors, type InteractionResults, type Provider } from 'oidc-provider';
 import { AppError, httpStatusOf } from '../common/errors';
-import { readCookie } from '../server/http.helpers';
+import { readCookie } from '../http/http.helpers';
 import type { DevAccountService } from './dev-account.service';
 import {
   messagePage,

@@ -3,7 +3,7 @@ import type { ApiDoc } from '../../rest-compat/route';
 import { integer, nullable, object, requestBody, string, url, uuid } from '../../rest-compat/schemas';
 import { AppError } from '../common/errors';
 import type { Config } from '../config';
-import { readCookie, sendJson } from '../server/http.helpers';
+import { readCookie, sendJson } from '../http/http.helpers';
 import type { Services } from '../server/services';
 import { LOGIN_VERSIONS, type LoginTokens } from './login.service';
 import { LOGIN_ATTEMPT_TTL_MS } from './session.service';

@@ -1,4 +1,4 @@
-import { divRound, MICROS, type Decimal } from './billing.money';
+import { divRound, MICROS, type Decimal } from '../common/decimal';
 import type { Period } from './billing.period';
 
 /** Storage is priced per GB-month: 10^9 bytes kept for 730 hours (an average month). */

@@ -1,6 +1,6 @@
 import { Arg, FieldResolver, Query, Resolver, Root } from 'type-graphql';
 import type { Principal } from '../auth/principal';
-import { CurrentPrincipal } from '../server/graphql.helpers';
+import { CurrentPrincipal } from '../graphql/graphql.helpers';
 import { BillingService } from './billing.service';
 import { ModelUsageType, UsageBucketType, UsageGranularity, UsageType } from './billing.types';
 

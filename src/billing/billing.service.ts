@@ -2,9 +2,9 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { ownerOf, type Principal } from '../auth/principal';
 import { Model } from '../models/model.entity';
 import { GB_MONTH, amountOf, integrate, type Span } from './billing.meter';
-import { allocate, parseMicros, type Decimal } from './billing.money';
+import { allocate, parseMicros, type Decimal } from '../common/decimal';
 import { bucketsOf, parsePeriod, type Granularity, type Period } from './billing.period';
-import { machinePrice, type PriceList } from './billing.prices';
+import { machinePrice, type PriceList } from '../common/price-list';
 import {
   jobIntervals,
   spanSums,

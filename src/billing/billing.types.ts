@@ -1,6 +1,6 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { GB_MONTH } from './billing.meter';
-import { divRound, formatDecimal, formatScaled } from './billing.money';
+import { divRound, formatDecimal, formatScaled } from '../common/decimal';
 import type { ModelUsage, UsageBucket, UsageLine, UsageReport } from './billing.service';
 
 export enum UsageGranularity {

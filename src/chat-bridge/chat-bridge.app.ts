@@ -11,7 +11,7 @@ import {
   noRoute,
   requestIds,
   requestLogs,
-} from '../server/http.helpers';
+} from '../http/http.helpers';
 import { cors } from '../server/cors';
 import { chatBridgeRoutes } from './chat-bridge.routes';
 import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';

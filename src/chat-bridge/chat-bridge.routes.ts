@@ -14,7 +14,7 @@ import {
   uuid,
 } from '../../rest-compat/schemas';
 import type { Page } from '../common/pagination';
-import { sendJson } from '../server/http.helpers';
+import { sendJson } from '../http/http.helpers';
 import type { DendriteInstance, Matterbridge } from './chat-bridge.entity';
 import type { BridgePrincipal, ChatBridgeService, Supervised } from './chat-bridge.service';
 

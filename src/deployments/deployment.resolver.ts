@@ -7,9 +7,9 @@ import { MediaService } from '../media/media.service';
 import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
 import { ModelType } from '../models/model.types';
-import type { RequestContext } from '../server/context';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
-import { byId, groupedBy } from '../server/loaders';
+import type { RequestContext } from '../graphql/graphql.context';
+import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
+import { byId, groupedBy } from '../graphql/graphql.loaders';
 import { DeploymentService } from './deployment.service';
 import { CreateDeploymentInput, DeploymentConnection, DeploymentType } from './deployment.types';
 

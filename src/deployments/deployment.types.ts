@@ -1,6 +1,6 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Field, ID, InputType, ObjectType } from 'type-graphql';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { ArgValue, Deployment } from './deployment.entity';
 
 @ObjectType('Deployment', { description: 'A model run over media with arguments; it has one job.' })

@@ -1,6 +1,6 @@
 import { GraphQLJSON } from 'graphql-scalars';
 import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { Job, JobTransition } from './job.entity';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';

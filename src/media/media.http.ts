@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../common/errors';
-import { sendError } from '../server/http.helpers';
+import { sendError } from '../http/http.helpers';
 import type { ByteRange } from '../storage/storage.port';
 import type { ApiDoc } from '../../rest-compat/route';
 import type { MediaService } from './media.service';

@@ -2,7 +2,7 @@ import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import { Arg, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { Principal } from '../auth/principal';
 import { encodeCursor } from '../common/pagination';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { MediaService } from './media.service';
 import { MediaAssetConnection, MediaAssetType, MediaFilterInput } from './media.types';
 

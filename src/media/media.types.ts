@@ -1,6 +1,6 @@
 import { GraphQLSafeInt } from 'graphql-scalars';
 import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { MediaAsset } from './media.entity';
 import type { MediaService } from './media.service';
 

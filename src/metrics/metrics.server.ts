@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Logger } from '../common/logger';
-import { drain, listen } from '../server/http.helpers';
+import { drain, listen } from '../http/http.helpers';
 import type { Metrics } from './metrics';
 
 export interface MetricsServer {

@@ -1,8 +1,8 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { requirePrincipal, type Principal } from '../auth/principal';
 import { encodeCursor, mapPage } from '../common/pagination';
-import type { RequestContext } from '../server/context';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import type { RequestContext } from '../graphql/graphql.context';
+import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { mayChange, type ModelService, type ReactionKind, type ReactionStats } from './model.service';
 import {
   CreateModelInput,

@@ -1,6 +1,6 @@
 import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
 import type { OwnerType } from '../auth/principal';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { Model, ModelArgument } from './model.entity';
 import { classificationOf } from './model.validation';
 

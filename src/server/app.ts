@@ -40,13 +40,13 @@ import {
 } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
-import type { RequestContext } from './context';
+import type { RequestContext } from '../graphql/graphql.context';
 import { cors } from './cors';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
-import { compiledGateway } from './graphql.executor';
+import { compiledGateway } from '../graphql/graphql.executor';
 import { webAppRoutes } from './web-app';
-import { Loaders } from './loaders';
+import { Loaders } from '../graphql/graphql.loaders';
 import {
   drain,
   errorResponses,
@@ -56,7 +56,7 @@ import {
   requestIds,
   requestLogs,
   sendError,
-} from './http.helpers';
+} from '../http/http.helpers';
 import { inputProblems } from './graphql.inputs';
 import type { Metrics } from '../metrics/metrics';
 import { graphqlMetrics, httpMetrics, subscriptionGauge } from '../metrics/metrics.http';

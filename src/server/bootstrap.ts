@@ -9,7 +9,7 @@ import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
 import { databaseAnswers, openOrm, type OrmOptions } from '../db/orm';
-import { priceListGaps } from '../billing/billing.prices';
+import { priceListGaps } from '../common/price-list';
 import { BUILTIN_MODELS, seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
 import { runMigrations } from 'graphile-worker';

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../common/errors';
-import { sendError } from './http.helpers';
+import { sendError } from '../http/http.helpers';
 
 /** What browsers may read of an answer besides the basics. */
 const EXPOSED = [

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import { SESSION_COOKIE } from '../auth/login.routes';
-import { readCookie } from './http.helpers';
+import { readCookie } from '../http/http.helpers';
 
 /** Paths of the API and of other routes: never answered with the web app's page. */
 const RESERVED = /^\/(api|graphql|graphql-ide|uploads|media|oidc|healthz|readyz|metrics|assets)(\/|$)/;

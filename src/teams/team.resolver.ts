@@ -1,7 +1,7 @@
 import { Arg, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { Principal } from '../auth/principal';
 import { encodeCursor } from '../common/pagination';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { TeamService } from './team.service';
 import { CreateTeamInput, TeamConnection, TeamType } from './team.types';
 

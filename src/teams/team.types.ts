@@ -1,5 +1,5 @@
 import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { TeamView } from './team.service';
 
 export enum TeamRoleType {

@@ -4,7 +4,7 @@ import type { ApiDoc } from '../../rest-compat/route';
 import { boolean, integer, object, uuid } from '../../rest-compat/schemas';
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
-import { sendError, sendJson } from '../server/http.helpers';
+import { sendError, sendJson } from '../http/http.helpers';
 import { callFromCdr, parseCdrBody } from './freeswitch.cdr';
 import type { TelephonyService } from './telephony.service';
 

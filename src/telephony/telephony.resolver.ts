@@ -1,7 +1,7 @@
 import { Arg, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { Principal } from '../auth/principal';
 import { encodeCursor } from '../common/pagination';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { TelephonyService } from './telephony.service';
 import { CallLinkType, CallRecordConnection, CallRecordType, NumberAssignmentType } from './telephony.types';
 

@@ -1,5 +1,5 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { Connection } from '../server/graphql.helpers';
+import { Connection } from '../graphql/graphql.helpers';
 import type { CallLinkResult, CallRecordView, NumberAssignmentView } from './telephony.service';
 
 @ObjectType('NumberAssignment', { description: "The viewer's phone number and extension." })

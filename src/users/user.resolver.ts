@@ -1,6 +1,6 @@
 import { Query, Resolver } from 'type-graphql';
 import type { Principal } from '../auth/principal';
-import { CurrentPrincipal } from '../server/graphql.helpers';
+import { CurrentPrincipal } from '../graphql/graphql.helpers';
 import { ViewerType } from './user.types';
 
 @Resolver(() => ViewerType)

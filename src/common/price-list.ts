@@ -1,5 +1,5 @@
 import { parse } from 'yaml';
-import { MAX_PRICE_DECIMALS, parseDecimal, type Decimal } from './billing.money';
+import { MAX_PRICE_DECIMALS, parseDecimal, type Decimal } from './decimal';
 
 /** The price list usage is billed with (`PRICES_FILE`, docs/billing.md). */
 export interface PriceList {

@@ -2,7 +2,7 @@ import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } 
 import { createParameterDecorator, Field, ObjectType, type ClassType } from 'type-graphql';
 import { requirePrincipal, type Principal } from '../auth/principal';
 import type { Page } from '../common/pagination';
-import type { RequestContext } from './context';
+import type { RequestContext } from './graphql.context';
 
 /** Injects the authenticated principal; an anonymous request gets UNAUTHENTICATED. */
 export function CurrentPrincipal() {

@@ -1,4 +1,4 @@
-import { DEFAULT_PRICES, machinePrice, parsePriceList, priceListGaps } from './billing.prices';
+import { DEFAULT_PRICES, machinePrice, parsePriceList, priceListGaps } from './price-list';
 
 describe('price lists', () => {
   it('has a built-in default in USD with cpu, gpu and a default for other machine types', () => {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal';
 import type { JobLive } from '../jobs/job.live';
-import type { Loaders } from './loaders';
+import type { Loaders } from './graphql.loaders';
 
 /** What every resolver sees; built the same way for HTTP, REST-compat and websocket requests. */
 export interface RequestContext {

@@ -1,4 +1,4 @@
-import { allocate, divRound, formatScaled, parseDecimal, parseMicros } from './billing.money';
+import { allocate, divRound, formatScaled, parseDecimal, parseMicros } from './decimal';
 
 describe('decimals', () => {
   it('parses plain decimals exactly, keeping the written scale', () => {
