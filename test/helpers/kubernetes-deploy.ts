@@ -1,0 +1,36 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import type { PolicyRule } from './kubernetes-peer';
+
+export const DEPLOY_DIR = path.resolve(__dirname, '..', '..', 'deploy', 'kubernetes');
+
+export interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+/** Every object of every YAML file in deploy/kubernetes/, with the file it came from. */
+export function deployManifests(): (Manifest & { file: string })[] {
+  const out: (Manifest & { file: string })[] = [];
+  for (const file of readdirSync(DEPLOY_DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
+    for (const doc of parseAllDocuments(readFileSync(path.join(DEPLOY_DIR, file), 'utf8'))) {
+      if (doc.errors.length) throw new Error(`${file}: ${doc.errors[0].message}`);
+      out.push({ ...(doc.toJS() as Manifest), file });
+    }
+  }
+  return out;
+}
+
+/** The worker's Role rules as deploy/kubernetes/role.yaml grants them. */
+export function workerRoleRules(): PolicyRule[] {
+  const role = deployManifests().find(
+    (m) => m.kind === 'Role' && m.metadata.name === 'media-platform-worker',
+  );
+  if (!role) throw new Error('deploy/kubernetes has no Role media-platform-worker');
+  return role.rules as PolicyRule[];
+}
