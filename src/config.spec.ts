@@ -298,4 +298,78 @@ describe('loadConfig', () => {
       );
     });
   });
+
+  describe('kubernetes', () => {
+    it('has the documented defaults', () => {
+      expect(loadConfig({}).kubernetes).toEqual({
+        kubeconfig: undefined,
+        namespace: 'default',
+        jobsPvc: undefined,
+        imagePullGraceSeconds: 120,
+        unschedulableSeconds: 600,
+        imagePullSecrets: [],
+        jobServiceAccount: undefined,
+        builtinImage: undefined,
+        jobTtlSeconds: 86400,
+      });
+    });
+
+    it('reads every setting', () => {
+      const c = loadConfig({
+        KUBECONFIG: '/home/me/.kube/config',
+        KUBERNETES_NAMESPACE: 'media',
+        KUBERNETES_JOBS_PVC: 'media-platform-jobs',
+        KUBERNETES_IMAGE_PULL_GRACE_SECONDS: '30',
+        KUBERNETES_UNSCHEDULABLE_SECONDS: '900',
+        KUBERNETES_IMAGE_PULL_SECRETS: 'registry-a, registry-b',
+        KUBERNETES_JOB_SERVICE_ACCOUNT: 'media-jobs',
+        KUBERNETES_BUILTIN_IMAGE: 'registry.example/media-platform:1.0',
+        KUBERNETES_JOB_TTL_SECONDS: '3600',
+      });
+      expect(c.kubernetes).toEqual({
+        kubeconfig: '/home/me/.kube/config',
+        namespace: 'media',
+        jobsPvc: 'media-platform-jobs',
+        imagePullGraceSeconds: 30,
+        unschedulableSeconds: 900,
+        imagePullSecrets: ['registry-a', 'registry-b'],
+        jobServiceAccount: 'media-jobs',
+        builtinImage: 'registry.example/media-platform:1.0',
+        jobTtlSeconds: 3600,
+      });
+    });
+
+    it('refuses names Kubernetes would refuse, naming each variable', () => {
+      let error: ConfigError | undefined;
+      try {
+        loadConfig({
+          KUBERNETES_NAMESPACE: 'Media_NS',
+          KUBERNETES_JOBS_PVC: 'jobs/claim',
+          KUBERNETES_IMAGE_PULL_SECRETS: 'ok,Not OK',
+          KUBERNETES_JOB_SERVICE_ACCOUNT: '-x',
+          KUBERNETES_BUILTIN_IMAGE: 'two words',
+          KUBERNETES_IMAGE_PULL_GRACE_SECONDS: '-1',
+        });
+      } catch (err) {
+        error = err as ConfigError;
+      }
+      expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+        'KUBERNETES_BUILTIN_IMAGE',
+        'KUBERNETES_IMAGE_PULL_GRACE_SECONDS',
+        'KUBERNETES_IMAGE_PULL_SECRETS',
+        'KUBERNETES_JOBS_PVC',
+        'KUBERNETES_JOB_SERVICE_ACCOUNT',
+        'KUBERNETES_NAMESPACE',
+      ]);
+      expect(error!.problems).toContain(
+        'KUBERNETES_IMAGE_PULL_SECRETS: expected Secret names (DNS subdomains), got "Not OK"',
+      );
+    });
+
+    it('still refuses EXECUTOR=kubernetes: the adapter is not plugged in yet', () => {
+      expect(() => loadConfig({ EXECUTOR: 'kubernetes', KUBERNETES_JOBS_PVC: 'jobs' })).toThrow(
+        /EXECUTOR: "kubernetes" is not available yet/,
+      );
+    });
+  });
 });

@@ -84,7 +84,30 @@ export interface Config {
   bridgeLoginWindowSeconds: number;
   /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
   prices: PriceList;
+  /** The Kubernetes executor (docs/executors-kubernetes.md). */
+  kubernetes: KubernetesConfig;
 }
+
+export interface KubernetesConfig {
+  /** `KUBECONFIG`: a kubeconfig file; unset: the pod's own service account (in-cluster). */
+  kubeconfig: string | undefined;
+  namespace: string;
+  /** The ReadWriteMany claim that holds JOBS_DIR; the job pods mount their directory from it. */
+  jobsPvc: string | undefined;
+  imagePullGraceSeconds: number;
+  unschedulableSeconds: number;
+  imagePullSecrets: readonly string[];
+  /** The job pods' service account; unset: none (no API token in job pods). */
+  jobServiceAccount: string | undefined;
+  /** The service's own image, for built-in models (`builtin/...` containers). */
+  builtinImage: string | undefined;
+  /** How long a finished Job stays in the cluster (`ttlSecondsAfterFinished`). */
+  jobTtlSeconds: number;
+}
+
+/** DNS-1123 names, as Kubernetes wants them for namespaces (labels) and objects (subdomains). */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
 export const MAX_POOL_RANGE_SIZE = 1_000_000;
@@ -250,6 +273,15 @@ class Parser {
     }
   }
 
+  /** A comma-separated list whose every item matches `pattern`. */
+  listOf(name: string, pattern: RegExp, what: string): string[] {
+    const items = this.list(name);
+    const bad = items.filter((i) => !pattern.test(i));
+    if (bad.length)
+      this.problems.push(`${name}: expected ${what}, got ${bad.map((b) => `"${b}"`).join(', ')}`);
+    return items.filter((i) => pattern.test(i));
+  }
+
   list(name: string): string[] {
     return (this.raw(name) ?? '')
       .split(',')
@@ -381,6 +413,31 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
     prices: p.prices('PRICES_FILE'),
+    kubernetes: {
+      kubeconfig: p.raw('KUBECONFIG'),
+      namespace:
+        p.matching('KUBERNETES_NAMESPACE', DNS_LABEL, 'a namespace name (DNS label: a-z, 0-9, -)') ??
+        'default',
+      jobsPvc: p.matching('KUBERNETES_JOBS_PVC', DNS_SUBDOMAIN, 'a claim name (DNS subdomain)'),
+      imagePullGraceSeconds: p.int('KUBERNETES_IMAGE_PULL_GRACE_SECONDS', 120, 0, 86400),
+      unschedulableSeconds: p.int('KUBERNETES_UNSCHEDULABLE_SECONDS', 600, 0, 7 * 86400),
+      imagePullSecrets: p.listOf(
+        'KUBERNETES_IMAGE_PULL_SECRETS',
+        DNS_SUBDOMAIN,
+        'Secret names (DNS subdomains)',
+      ),
+      jobServiceAccount: p.matching(
+        'KUBERNETES_JOB_SERVICE_ACCOUNT',
+        DNS_SUBDOMAIN,
+        'a service account name (DNS subdomain)',
+      ),
+      builtinImage: p.matching(
+        'KUBERNETES_BUILTIN_IMAGE',
+        /^\S{1,512}$/,
+        'an image reference without spaces',
+      ),
+      jobTtlSeconds: p.int('KUBERNETES_JOB_TTL_SECONDS', 86400, 0, 30 * 86400),
+    },
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
