@@ -12,12 +12,11 @@ export interface Manifest {
   [k: string]: unknown;
 }
 
-/** Every object of every YAML file in deploy/kubernetes/, with the file it came from. */
+/** Every object of the YAML files in deploy/kubernetes/ (its kustomization aside), with its file. */
 export function deployManifests(): (Manifest & { file: string })[] {
   const out: (Manifest & { file: string })[] = [];
-  for (const file of readdirSync(DEPLOY_DIR)
-    .filter((f) => f.endsWith('.yaml'))
-    .sort()) {
+  const files = readdirSync(DEPLOY_DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+  for (const file of files.sort()) {
     for (const doc of parseAllDocuments(readFileSync(path.join(DEPLOY_DIR, file), 'utf8'))) {
       if (doc.errors.length) throw new Error(`${file}: ${doc.errors[0].message}`);
       out.push({ ...(doc.toJS() as Manifest), file });
