@@ -78,14 +78,16 @@ interface Followed {
   workDir: string;
   states: KubernetesJobState[];
   lines: string[];
+  earlier: string[];
   ended: Promise<KubernetesJobEnd>;
   /** Resolves once `check` holds, checked after every state and line. */
   until(check: () => boolean, what: string): Promise<void>;
 }
 
-function follow(on: KubernetesTracker, jobId: string, job: V1Job, logsSince: string | null = null) {
+function follow(on: KubernetesTracker, jobId: string, job: V1Job, adoptedAt: Date | null = null) {
   const states: KubernetesJobState[] = [];
   const lines: string[] = [];
+  const earlier: string[] = [];
   const waiters = new Set<() => void>();
   let ended!: (s: KubernetesJobEnd) => void;
   const end = new Promise<KubernetesJobEnd>((r) => (ended = r));
@@ -99,12 +101,12 @@ function follow(on: KubernetesTracker, jobId: string, job: V1Job, logsSince: str
         if (s.state === 'ended') ended(s);
         changed();
       },
-      line: (l) => {
-        lines.push(l);
+      line: (l, before) => {
+        (before ? earlier : lines).push(l);
         changed();
       },
     },
-    logsSince,
+    adoptedAt,
   );
   const until = (check: () => boolean, what: string) =>
     new Promise<void>((resolve, reject) => {
@@ -121,7 +123,7 @@ function follow(on: KubernetesTracker, jobId: string, job: V1Job, logsSince: str
       });
       waiter();
     });
-  return { states, lines, ended: end, until };
+  return { states, lines, earlier, ended: end, until };
 }
 
 async function run(
@@ -564,9 +566,12 @@ describe('cancel and take-over', () => {
     const found = await after.listJobs(`${LABELS.jobId}=${jobId}`);
     expect(found.items.map((j) => j.metadata!.name)).toEqual([manifest.metadata!.name]);
     expect(restarted.jobOf(jobId)?.metadata?.uid).toBe(found.items[0].metadata!.uid);
-    const again = follow(restarted, jobId, found.items[0], new Date().toISOString());
+    const again = follow(restarted, jobId, found.items[0], new Date());
+    await again.until(() => again.earlier.includes('waiting'), 'the earlier line');
     writeFileSync(flag, '');
     expect(await again.ended).toMatchObject({ exitCode: 0, error: null });
+    // What the first worker showed comes again, marked; what came after, as new lines.
+    expect(again.earlier).toEqual(['waiting']);
     expect(again.lines).toEqual(['saw it']);
     expect(existsSync(workDir)).toBe(true);
     await restarted.stop();

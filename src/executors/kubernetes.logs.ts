@@ -17,19 +17,17 @@ export class PodLogFollower {
   private lastKey = '';
   private lastStamp: string | null = null;
   private seenAtLast = 0;
+  private readonly shownBeforeKey: string;
 
   constructor(
     private readonly client: KubernetesClient,
     readonly pod: string,
-    private readonly onLine: (line: string) => void,
+    /** `earlier`: printed before `shownBefore` (a job taken over: another worker showed it). */
+    private readonly onLine: (line: string, earlier: boolean) => void,
     private readonly log: Logger,
-    /** Lines before this time (RFC 3339) are not delivered: another worker did. */
-    since: string | null = null,
+    shownBefore: Date | null = null,
   ) {
-    if (since) {
-      this.lastKey = sortable(since);
-      this.lastStamp = since;
-    }
+    this.shownBeforeKey = shownBefore ? sortable(shownBefore.toISOString()) : '';
     this.done = this.run();
   }
 
@@ -79,7 +77,7 @@ export class PodLogFollower {
     const space = raw.indexOf(' ');
     const key = space > 0 ? sortable(raw.slice(0, space)) : '';
     if (!key) {
-      this.onLine(raw);
+      this.onLine(raw, false);
       return { atLast, delivered: true };
     }
     if (key < this.lastKey) return { atLast, delivered: false };
@@ -92,7 +90,7 @@ export class PodLogFollower {
       this.seenAtLast = 1;
       atLast = 0;
     }
-    this.onLine(raw.slice(space + 1));
+    this.onLine(raw.slice(space + 1), key < this.shownBeforeKey);
     return { atLast: atLast + 1, delivered: true };
   }
 }

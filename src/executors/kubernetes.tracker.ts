@@ -20,7 +20,8 @@ export interface KubernetesTrackerSettings {
 export interface FollowHandlers {
   /** Each change of state; `ended` comes once, last, after every log line was delivered. */
   state(state: KubernetesJobState): void;
-  line(line: string): void;
+  /** `earlier`: printed before the job was taken over (shown by the worker that had it). */
+  line(line: string, earlier: boolean): void;
 }
 
 interface Followed {
@@ -32,7 +33,7 @@ interface Followed {
   problem: { kind: string; since: number } | null;
   timer: NodeJS.Timeout | null;
   logs: Map<string, PodLogFollower>;
-  logsSince: string | null;
+  adoptedAt: Date | null;
   ending: boolean;
 }
 
@@ -96,10 +97,10 @@ export class KubernetesTracker {
 
   /**
    * Follows a job until it ends. `job` is the Job as the caller last read it (the watch may
-   * not have seen a Job that was just created). Log lines are delivered from `logsSince`
-   * (RFC 3339; a worker taking a job over), or from the start. Answers a function that stops.
+   * not have seen a Job that was just created). Its whole log is delivered; a job taken over
+   * (`adoptedAt`) has the lines printed before marked `earlier`. Answers a function that stops.
    */
-  follow(jobId: string, job: V1Job, handlers: FollowHandlers, logsSince: string | null = null): () => void {
+  follow(jobId: string, job: V1Job, handlers: FollowHandlers, adoptedAt: Date | null = null): () => void {
     if (this.followed.has(jobId)) throw new Error(`job ${jobId} is already followed`);
     const known = this.jobOf(jobId);
     const f: Followed = {
@@ -110,7 +111,7 @@ export class KubernetesTracker {
       problem: null,
       timer: null,
       logs: new Map(),
-      logsSince,
+      adoptedAt,
       ending: false,
     };
     this.followed.set(jobId, f);
@@ -199,8 +200,8 @@ export class KubernetesTracker {
       if (f.logs.has(name) || !(state?.running || state?.terminated?.startedAt)) continue;
       const index = indexOf(pod);
       const prefix = index > 0 ? `[${index}] ` : '';
-      const deliver = (line: string) => f.handlers.line(prefix + line);
-      f.logs.set(name, new PodLogFollower(this.client, name, deliver, this.log, f.logsSince));
+      const deliver = (line: string, earlier: boolean) => f.handlers.line(prefix + line, earlier);
+      f.logs.set(name, new PodLogFollower(this.client, name, deliver, this.log, f.adoptedAt));
     }
   }
 
