@@ -48,7 +48,8 @@ export class KubernetesTracker {
   private readonly jobs: ResourceWatch<V1Job>;
   private readonly pods: ResourceWatch<V1Pod>;
   private readonly followed = new Map<string, Followed>();
-  /** Pods by our job id, then by name. */
+  /** Jobs by our job id; pods by our job id, then by name. */
+  private readonly jobsById = new Map<string, V1Job>();
   private readonly podsByJob = new Map<string, Map<string, V1Pod>>();
 
   constructor(
@@ -91,8 +92,7 @@ export class KubernetesTracker {
 
   /** Our Job for this job id, as the watch knows it now. */
   jobOf(jobId: string): V1Job | undefined {
-    for (const job of this.jobs.values()) if (job.metadata?.labels?.[LABELS.jobId] === jobId) return job;
-    return undefined;
+    return this.jobsById.get(jobId);
   }
 
   /**
@@ -128,7 +128,11 @@ export class KubernetesTracker {
   }
 
   private jobChanged(object: V1Job, now: V1Job | undefined): void {
-    const f = this.followed.get(object.metadata?.labels?.[LABELS.jobId] ?? '');
+    const jobId = object.metadata?.labels?.[LABELS.jobId];
+    if (!jobId) return;
+    if (now) this.jobsById.set(jobId, now);
+    else if (this.jobsById.get(jobId)?.metadata?.uid === object.metadata?.uid) this.jobsById.delete(jobId);
+    const f = this.followed.get(jobId);
     // A removed Job of another uid (an older one of that name) says nothing about ours.
     if (!f || (!now && f.job && f.job.metadata?.uid !== object.metadata?.uid)) return;
     f.job = now;

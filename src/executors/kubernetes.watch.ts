@@ -65,15 +65,6 @@ export class ResourceWatch<T extends WatchedObject> {
     await this.loop;
   }
 
-  /** The objects known now, by name. */
-  get(name: string): T | undefined {
-    return this.known.get(name);
-  }
-
-  values(): IterableIterator<T> {
-    return this.known.values();
-  }
-
   private async run(): Promise<void> {
     let failures = 0;
     let listNext = false;
