@@ -421,6 +421,26 @@ describe('following through breaks', () => {
     expect(callsOf('list')).toBe(lists);
   });
 
+  it('resumes from the version of a bookmark, past changes it was not shown', async () => {
+    await peer.waitFor(() => peer.openWatches() === 2, 'both watches open');
+    // A Job that is not ours: its changes move the version but reach no watch of ours.
+    const other = jobFor([NODE, PROGRAM, 'argv']).manifest;
+    other.metadata!.labels = other.spec!.template.metadata!.labels = { app: 'someone-else' };
+    await kubeConfig().makeApiClient(BatchV1Api).createNamespacedJob({ namespace: NS, body: other });
+    await peer.waitFor(() => peerJob(other.metadata!.name!).status.succeeded === 1, 'the other Job done');
+    const version = peer.resourceVersion();
+    peer.bookmark();
+    const watches = callsOf('watch');
+    // Bookmarks are not acknowledged: end the watches until both resume from that version.
+    await peer.waitFor(() => {
+      if (peer.calls.filter((c) => c.verb === 'watch').slice(watches).length >= 2) return true;
+      if (peer.openWatches() === 2) peer.endWatches();
+      return false;
+    }, 'both watches resumed');
+    const resumed = peer.calls.filter((c) => c.verb === 'watch').slice(watches, watches + 2);
+    expect(resumed.map((c) => c.query.resourceVersion)).toEqual([version, version]);
+  });
+
   it('follows a log across broken streams without losing or repeating a line', async () => {
     const job = await run([NODE, PROGRAM, 'lines', '40', '25']);
     await job.until(() => job.lines.length >= 5, 'five lines');

@@ -379,6 +379,11 @@ export class KubernetesPeer {
     }
   }
 
+  /** The store's current resourceVersion. */
+  resourceVersion(): string {
+    return String(this.rv);
+  }
+
   /** How many watches are open now. */
   openWatches(): number {
     return this.watchers.size;
