@@ -16,8 +16,11 @@ export interface Principal {
   user: User;
   /** Set when the credential is a team's organisation token. */
   team: Team | null;
-  /** `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. */
-  credential: 'user_token' | 'api_key' | 'session';
+  /**
+   * `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. `session_token`: an
+   * access token the web app got from its session, acting as the user or one of the user's teams.
+   */
+  credential: 'user_token' | 'api_key' | 'session' | 'session_token';
   apiKeyId: string | null;
   isAdmin: boolean;
 }

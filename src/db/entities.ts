@@ -1,7 +1,7 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
-import { LoginAttempt, LoginSession } from '../auth/session.entity';
+import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
 import {
   BridgeApiKey,
   BridgeUser,
@@ -44,4 +44,5 @@ export const entities = [
   Matterbridge,
   LoginFailure,
   MediaStorageInterval,
+  SessionToken,
 ];
