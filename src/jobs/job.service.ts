@@ -1,10 +1,14 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { assertOwned, ownedBy, type Owner, type Principal } from '../auth/principal';
+import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
-import { findPage, type Page, type PageArgs } from '../common/pagination';
+import { sqlPage, type Page, type PageArgs } from '../common/pagination';
+import { prefixedColumns, rowReader } from '../db/rows';
+import { Deployment } from '../deployments/deployment.entity';
+import { Model } from '../models/model.entity';
 import { CHANNELS } from '../events/event-bus';
 import { Job, JobTransition, type JobOutput } from './job.entity';
+import type { JobLifecycle } from './job.lifecycle';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 
 export interface JobFilter {
@@ -16,6 +20,8 @@ export interface JobFilter {
 export interface TransitionFields {
   workerId?: string;
   externalId?: string;
+  /** With `running`: where it runs. */
+  nodes?: string[];
   exitCode?: number | null;
   error?: string | null;
   output?: JobOutput | null;
@@ -43,16 +49,20 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
       return { sql: ', worker_id = ?', params: [f.workerId ?? null] };
     case 'running':
       return {
-        sql: ', external_id = ?, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)',
-        params: [f.externalId ?? null],
+        sql:
+          ', external_id = coalesce(?, j.external_id), nodes = ?::jsonb, pending_reason = null,' +
+          ' started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)',
+        params: [f.externalId ?? null, JSON.stringify(f.nodes ?? [])],
       };
     case 'succeeded':
     case 'failed':
     case 'canceled':
       return {
-        // A job that never ran has no run time: it costs nothing.
+        // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
+        // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
         sql:
-          ', finished_at = now(), run_seconds = case when j.started_at is null then null' +
+          (to === 'canceled' ? '' : ', worker_id = null') +
+          ', pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null' +
           ' else extract(epoch from now() - j.started_at) end,' +
           ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail)',
         params: [
@@ -67,21 +77,61 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
   }
 }
 
-export class JobService {
-  constructor(private readonly orm: MikroORM) {}
+/** A job of a list, with its model when the list was asked for it. */
+export type JobRow = Job & { model?: Model | null };
 
-  async list(principal: Principal, filter: JobFilter, args: PageArgs): Promise<Page<Job>> {
+export class JobService {
+  constructor(
+    private readonly orm: MikroORM,
+    /** Told of each transition this process makes (log lines, metrics). */
+    private readonly lifecycle: JobLifecycle | null = null,
+  ) {}
+
+  /**
+   * The owner's jobs, newest first. With `nested`, each job carries its deployment (in
+   * `deployment`) and its model (in `model`, null once deleted), read in the same statement.
+   */
+  async list(
+    principal: Principal,
+    filter: JobFilter,
+    args: PageArgs,
+    nested: { deployment?: boolean; model?: boolean } = {},
+  ): Promise<Page<JobRow>> {
     if (filter.modelId && !isUuid(filter.modelId))
       throw AppError.validation({ modelId: 'must be a model id' });
-    return findPage(
+    const owner = ownerOf(principal);
+    const conditions: [string, ...unknown[]][] = [
+      ['j.owner_type = ?', owner.type],
+      ['j.owner_id = ?', owner.id],
+    ];
+    if (filter.status) conditions.push(['j.status = ?', filter.status]);
+    if (filter.modelId) conditions.push(['j.model_id = ?', filter.modelId.toLowerCase()]);
+    // Plain rows in one statement: hydrating 50 jobs through the ORM cost more than the query,
+    // and the deployment and model a query asks for come in the same statement.
+    const job = rowReader(this.orm, Job);
+    const deployment = rowReader(this.orm, Deployment, 'd.');
+    const model = rowReader(this.orm, Model, 'm.');
+    const select = ['j.*'];
+    let from = 'jobs j';
+    if (nested.deployment) {
+      select.push(prefixedColumns(this.orm, Deployment, 'd', 'd.'));
+      from += ' join deployments d on d.id = j.deployment_id';
+    }
+    if (nested.model) {
+      select.push(prefixedColumns(this.orm, Model, 'm', 'm.'));
+      from += ' left join models m on m.id = j.model_id';
+    }
+    return sqlPage(
       this.orm.em.fork(),
-      Job,
-      {
-        ...ownedBy(principal),
-        ...(filter.status ? { status: filter.status } : {}),
-        ...(filter.modelId ? { modelId: filter.modelId.toLowerCase() } : {}),
-      },
+      { from, select: select.join(', '), alias: 'j' },
+      conditions,
       args,
+      (row) => {
+        const j: JobRow = job(row);
+        if (nested.deployment) j.deployment = deployment(row);
+        if (nested.model) j.model = row['m.id'] === null ? null : model(row);
+        return j;
+      },
     );
   }
 
@@ -142,8 +192,10 @@ export class JobService {
       [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
     );
     if (rows.length !== 1) return null;
-    const { from_status: _from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
-    return em.map(Job, row);
+    const { from_status: from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
+    const job = em.map(Job, row);
+    this.lifecycle?.transitioned(job, from as JobStatus | null);
+    return job;
   }
 
   /** The id of a job's latest transition (see JobEvent.seq). */
@@ -152,6 +204,54 @@ export class JobService {
       .fork()
       .execute('select coalesce(max(id), 0)::int as seq from job_transitions where job_id = ?', [jobId]);
     return row.seq as number;
+  }
+
+  /**
+   * A detached executor has the job (still `starting`, perhaps waiting for resources): its handle
+   * is recorded at once, so that a worker taking the job over follows it instead of submitting it.
+   */
+  async recordSubmission(jobId: string, workerId: string, externalId: string): Promise<void> {
+    await this.orm.em
+      .fork()
+      .execute(`update jobs set external_id = ? where id = ? and worker_id = ? and status = 'starting'`, [
+        externalId,
+        jobId,
+        workerId,
+      ]);
+  }
+
+  /**
+   * Why submitted jobs still wait, in the cluster's words (not a transition). One statement for
+   * many jobs: a poll may change the reasons of thousands at once.
+   */
+  async notePending(reasons: ReadonlyMap<string, string | null>): Promise<void> {
+    if (!reasons.size) return;
+    await this.orm.em.fork().execute(
+      `update jobs j set pending_reason = n.reason
+       from jsonb_to_recordset(?::jsonb) as n(id uuid, reason text) where j.id = n.id and j.status = 'starting'`,
+      [JSON.stringify([...reasons].map(([id, reason]) => ({ id, reason })))],
+    );
+  }
+
+  /**
+   * Moves a job that `from` (a worker that is gone, or none) was following to `to`; only one
+   * worker gets it. Answers the job, or null when another worker was faster or it has ended.
+   */
+  async takeOver(jobId: string, from: string | null, to: string): Promise<Job | null> {
+    const em = this.orm.em.fork();
+    const rows: Record<string, unknown>[] = await em.execute(
+      `update jobs set worker_id = ? where id = ? and worker_id is not distinct from ?::uuid
+         and (status in ('starting', 'running') or status = 'canceled') returning *`,
+      [to, jobId, from],
+    );
+    return rows.length ? em.map(Job, rows[0]) : null;
+  }
+
+  /** Nothing of the job is left on the executor: no worker needs to follow it any more. */
+  async releaseWorker(jobId: string, workerId: string): Promise<void> {
+    await this.orm.em
+      .fork()
+      .execute('update jobs set worker_id = null where id = ? and worker_id = ?', [jobId, workerId]);
   }
 
   /** Keeps the stored log tail current while a job runs (not a transition). */

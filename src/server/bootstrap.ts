@@ -8,13 +8,16 @@ import { createBridge, type Bridge } from '../chat-bridge/chat-bridge.app';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
-import { openOrm, type OrmOptions } from '../db/orm';
-import { seedBuiltinModels } from '../models/model.seed';
+import { databaseAnswers, openOrm, type OrmOptions } from '../db/orm';
+import { priceListGaps } from '../billing/billing.prices';
+import { BUILTIN_MODELS, seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
 import { runMigrations } from 'graphile-worker';
 import { EventBus } from '../events/event-bus';
 import { createExecutor } from '../executors/executor.factory';
 import { graphileLogger, JobRunner } from '../jobs/job.runner';
+import { Metrics } from '../metrics/metrics';
+import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
@@ -28,6 +31,9 @@ export interface Runtime {
   bridge: Bridge | null;
   /** The job worker, when the `worker` role runs. */
   runner: JobRunner | null;
+  metrics: Metrics;
+  /** `/metrics`, `/healthz`, `/readyz` on `METRICS_PORT` (any role); listening is left to the caller. */
+  metricsServer: MetricsServer;
   /**
    * Stops in reverse order of start: HTTP, bridge processes, running jobs and the job worker,
    * external connections, the event bus, the database pool, embedded PostgreSQL.
@@ -56,6 +62,7 @@ export async function startRuntime(
       embedded = await startEmbeddedPostgres(config.dataDir, log);
       databaseUrl = embedded.url;
     }
+    warnAboutMachineTypes(config, log);
     orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
@@ -63,6 +70,23 @@ export async function startRuntime(
     await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
     bus = new EventBus(databaseUrl, log);
     await bus.start();
+    const ormOpen = orm;
+    const metrics = new Metrics(
+      {
+        orm,
+        worker: () =>
+          runner
+            ? {
+                instanceId: runner.instanceId,
+                executor: config.executor,
+                slots: config.localExecutorConcurrency,
+              }
+            : null,
+      },
+      log,
+    );
+    bus.onReconnect(() => metrics.eventBusReconnects.inc());
+    const metricsEndpoint = metricsServer(metrics, () => databaseAnswers(ormOpen), log);
 
     let verifier: TokenVerifier;
     const publicRoutes = [];
@@ -88,9 +112,9 @@ export async function startRuntime(
       );
     }
     const storage = await createStorage(config, log);
-    const services = createServices({ config, orm, verifier, storage, bus, log });
+    const services = createServices({ config, orm, verifier, storage, bus, log, metrics });
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
-    const app = await createApp({ config, log, orm, services, publicRoutes });
+    const app = await createApp({ config, log, orm, services, publicRoutes, metrics });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
     if (config.roles.includes('worker')) {
       runner = new JobRunner(
@@ -101,7 +125,7 @@ export async function startRuntime(
         createExecutor(config, log),
         bus,
         log,
-        { databaseUrl, concurrency: config.localExecutorConcurrency },
+        { databaseUrl, concurrency: config.workerConcurrency },
       );
       await runner.start();
     }
@@ -116,9 +140,11 @@ export async function startRuntime(
       app,
       bridge,
       runner: openRunner ?? null,
+      metrics,
+      metricsServer: metricsEndpoint,
       stop: async () => {
         clearInterval(sweeper);
-        await Promise.all([app.close(), bridge?.close()]);
+        await Promise.all([app.close(), bridge?.close(), metricsEndpoint.close()]);
         await openRunner?.stop();
         await services.telephony.close();
         await openBus.stop();
@@ -133,6 +159,32 @@ export async function startRuntime(
     await embedded?.stop().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The price list and MACHINE_TYPES_FILE should name the same machine types (docs/executors.md);
+ * the built-in models need theirs defined to run.
+ */
+function warnAboutMachineTypes(config: Config, log: Logger): void {
+  const types = config.machineTypes;
+  if (!types) return;
+  const { pricedNotDefined, definedNotPriced } = priceListGaps(config.prices, types.keys());
+  if (pricedNotDefined.length)
+    log.warn(
+      { machineTypes: pricedNotDefined },
+      'machine types priced (PRICES_FILE) but not defined (MACHINE_TYPES_FILE): no model can use them',
+    );
+  if (definedNotPriced.length)
+    log.warn(
+      { machineTypes: definedNotPriced },
+      'machine types defined (MACHINE_TYPES_FILE) but not priced (PRICES_FILE): billed at the default price',
+    );
+  const builtin = [...new Set(BUILTIN_MODELS.map((m) => m.machineType!))].filter((t) => !types.has(t));
+  if (builtin.length)
+    log.warn(
+      { machineTypes: builtin },
+      'the built-in models use machine types MACHINE_TYPES_FILE does not define: they cannot run',
+    );
 }
 
 const SWEEP_INTERVAL_MS = 15 * 60_000;
