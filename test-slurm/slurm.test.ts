@@ -342,6 +342,7 @@ describe('machine types on Slurm', () => {
   it('gives Slurm arguments it accepts for every machine type, and for OCI containers', () => {
     const spec = {
       jobId: randomUUID(),
+      owner: { type: 'user' as const, id: randomUUID() },
       argv: ['true'],
       env: {},
       container: '/srv/bundles/upscale',

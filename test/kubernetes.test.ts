@@ -9,8 +9,8 @@ import {
   buildJobManifest,
   LABELS,
   type KubernetesJobSettings,
-  type KubernetesMachineType,
 } from '../src/executors/kubernetes.manifest';
+import type { KubernetesMachineType } from '../src/common/machine-types';
 import type { KubernetesJobEnd, KubernetesJobState } from '../src/executors/kubernetes.states';
 import { KubernetesTracker } from '../src/executors/kubernetes.tracker';
 import { alive } from './helpers/jobs';

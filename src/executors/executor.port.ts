@@ -1,6 +1,10 @@
+import type { OwnerType } from '../auth/principal';
+
 /** What an executor is asked to run: argv (never a shell line), where, with what, for how long. */
 export interface JobSpec {
   jobId: string;
+  /** Whose job it is (a cluster's job carries it, as a Kubernetes label). */
+  owner: { type: OwnerType; id: string };
   argv: string[];
   /** Extra environment; `OUTPUT_DIR` is always set. */
   env: Record<string, string>;

@@ -1,12 +1,7 @@
 import { parse } from 'yaml';
-import type { KubernetesJobInput, KubernetesJobSettings } from './kubernetes.manifest';
-import {
-  buildJobManifest,
-  escapeExpansion,
-  jobNameOf,
-  parseKubernetesMachineType,
-  type KubernetesMachineType,
-} from './kubernetes.manifest';
+import { parseKubernetesMachineType, type KubernetesMachineType } from '../common/machine-types';
+import type { JobSpec } from './executor.port';
+import { buildJobManifest, escapeExpansion, jobNameOf, type KubernetesJobSettings } from './kubernetes.manifest';
 
 /** Machine types in the shape of MACHINE_TYPES_FILE (docs/executors.md). */
 const FILE = parse(`
@@ -52,7 +47,7 @@ const settings: KubernetesJobSettings = {
   programs: { 'media-demo': ['/usr/local/bin/node', '/app/dist/src/demo-models/media-demo.js'] },
 };
 
-function spec(overrides: Partial<KubernetesJobInput> = {}): KubernetesJobInput {
+function spec(overrides: Partial<JobSpec> = {}): JobSpec {
   return {
     jobId: JOB_ID,
     argv: ['python', 'infer.py', '--input', 'inputs/a.png'],

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import type { V1Job, V1Toleration } from '@kubernetes/client-node';
-import type { OwnerType } from '../auth/principal';
+import type { V1Job } from '@kubernetes/client-node';
+import type { KubernetesMachineType } from '../common/machine-types';
 import type { JobSpec } from './executor.port';
-import { JOB_ENV } from './local.executor';
+import { jobEnvironment } from './job.env';
 
 /**
  * The batch/v1 Job that runs one of our jobs on Kubernetes (docs/executors-kubernetes.md). Pure:
@@ -28,13 +28,6 @@ const JOBS_VOLUME = 'jobs';
 /** Containers named `builtin/<name>` are the service's own programs, run from its own image. */
 const BUILTIN_PREFIX = 'builtin/';
 
-/** The `kubernetes` part of a machine type in MACHINE_TYPES_FILE. */
-export interface KubernetesMachineType {
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  nodeSelector?: Record<string, string>;
-  tolerations?: V1Toleration[];
-}
-
 export interface KubernetesJobSettings {
   namespace: string;
   /** The ReadWriteMany claim that holds JOBS_DIR (`KUBERNETES_JOBS_PVC`). */
@@ -50,10 +43,6 @@ export interface KubernetesJobSettings {
   builtinImage: string | undefined;
   /** The service's own programs by name, as the built-in image runs them. */
   programs: Record<string, string[]>;
-}
-
-export interface KubernetesJobInput extends JobSpec {
-  owner: { type: OwnerType; id: string };
 }
 
 /** The Job's name: fixed by our job id, so it can never be created twice. */
@@ -76,7 +65,7 @@ export function escapeExpansion(value: string): string {
  * apart); the Job succeeds when all of them do and fails as soon as one fails.
  */
 export function buildJobManifest(
-  spec: KubernetesJobInput,
+  spec: JobSpec,
   machine: KubernetesMachineType | undefined,
   settings: KubernetesJobSettings,
 ): V1Job {
@@ -92,14 +81,8 @@ export function buildJobManifest(
     [LABELS.ownerId]: spec.owner.id,
     [LABELS.ownerType]: spec.owner.type,
   };
-  const env: Record<string, string> = {
-    HOME: spec.workDir,
-    TMPDIR: spec.workDir,
-    LANG: 'C.UTF-8',
-    ...spec.env,
-    OUTPUT_DIR: spec.outputDir,
-    [JOB_ENV]: spec.jobId,
-  };
+  // PATH is the image's.
+  const env = jobEnvironment(spec);
   const indexed = spec.machineCount > 1;
   return {
     apiVersion: 'batch/v1',
@@ -164,80 +147,4 @@ function imageAndArgv(spec: JobSpec, settings: KubernetesJobSettings): { image: 
   const [program, ...args] = spec.argv;
   const resolved = Object.hasOwn(settings.programs, program) ? settings.programs[program] : [program];
   return { image: settings.builtinImage, argv: [...resolved, ...args] };
-}
-
-const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i?|[munkMGTPE])?$/;
-const TOLERATION_KEYS = new Set(['key', 'operator', 'value', 'effect', 'tolerationSeconds']);
-
-/**
- * Checks a machine type's `kubernetes` part as read from MACHINE_TYPES_FILE and gives it in the
- * form the manifest uses (quantities as strings). Every problem is reported, prefixed by `where`.
- */
-export function parseKubernetesMachineType(raw: unknown, where: string): KubernetesMachineType {
-  const problems: string[] = [];
-  const bad = (at: string, what: string) => problems.push(`${where}.${at}: ${what}`);
-  const out: KubernetesMachineType = {};
-  if (!isRecord(raw)) throw new Error(`${where}: expected a mapping`);
-  for (const key of Object.keys(raw))
-    if (!['resources', 'nodeSelector', 'tolerations'].includes(key))
-      bad(key, 'unknown key (resources, nodeSelector, tolerations)');
-  if (raw.resources !== undefined) {
-    if (!isRecord(raw.resources)) bad('resources', 'expected a mapping');
-    else {
-      out.resources = {};
-      for (const [kind, list] of Object.entries(raw.resources)) {
-        if (kind !== 'requests' && kind !== 'limits') {
-          bad(`resources.${kind}`, 'unknown key (requests, limits)');
-          continue;
-        }
-        if (!isRecord(list)) {
-          bad(`resources.${kind}`, 'expected a mapping of resource names to quantities');
-          continue;
-        }
-        const quantities: Record<string, string> = {};
-        for (const [name, value] of Object.entries(list)) {
-          const text = typeof value === 'number' ? String(value) : value;
-          if (typeof text !== 'string' || !QUANTITY.test(text))
-            bad(`resources.${kind}.${name}`, `"${String(value)}" is not a quantity (e.g. 2, 500m, 64Gi)`);
-          else quantities[name] = text;
-        }
-        out.resources[kind] = quantities;
-      }
-    }
-  }
-  if (raw.nodeSelector !== undefined) {
-    if (!isRecord(raw.nodeSelector) || !Object.values(raw.nodeSelector).every((v) => typeof v === 'string'))
-      bad('nodeSelector', 'expected a mapping of label names to string values');
-    else out.nodeSelector = raw.nodeSelector as Record<string, string>;
-  }
-  if (raw.tolerations !== undefined) {
-    if (!Array.isArray(raw.tolerations)) bad('tolerations', 'expected a list');
-    else {
-      out.tolerations = [];
-      raw.tolerations.forEach((t: unknown, i) => {
-        const at = `tolerations[${i}]`;
-        if (!isRecord(t)) return bad(at, 'expected a mapping');
-        const unknown = Object.keys(t).filter((k) => !TOLERATION_KEYS.has(k));
-        if (unknown.length) bad(at, `unknown key(s) ${unknown.join(', ')}`);
-        if (t.operator !== undefined && t.operator !== 'Exists' && t.operator !== 'Equal')
-          bad(`${at}.operator`, 'expected Exists or Equal');
-        if (
-          t.effect !== undefined &&
-          !['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(String(t.effect))
-        )
-          bad(`${at}.effect`, 'expected NoSchedule, PreferNoSchedule or NoExecute');
-        for (const k of ['key', 'value'] as const)
-          if (t[k] !== undefined && typeof t[k] !== 'string') bad(`${at}.${k}`, 'expected a string');
-        if (t.tolerationSeconds !== undefined && !Number.isSafeInteger(t.tolerationSeconds))
-          bad(`${at}.tolerationSeconds`, 'expected an integer');
-        out.tolerations!.push(t as V1Toleration);
-      });
-    }
-  }
-  if (problems.length) throw new Error(problems.join('; '));
-  return out;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

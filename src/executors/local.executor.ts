@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { Logger } from '../common/logger';
 import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from './executor.port';
+import { JOB_ENV, jobEnvironment } from './job.env';
 import type { LauncherMessage, SpawnRequest } from './launcher';
 import { LineSplitter } from './line-splitter';
 
@@ -20,9 +21,6 @@ export interface LocalExecutorOptions {
   /** Time between SIGTERM and SIGKILL when a job is stopped. */
   killGraceMs?: number;
 }
-
-/** Environment marker that ties a process (and its children) to its job, across restarts. */
-export const JOB_ENV = 'MEDIA_JOB_ID';
 
 interface Running {
   /** The launcher that started it; if that one dies, so does the job. */
@@ -91,15 +89,7 @@ export class LocalExecutor implements Executor {
       command,
       args: [...prefix, ...args],
       cwd: spec.workDir,
-      env: {
-        PATH: this.opts.path,
-        HOME: spec.workDir,
-        TMPDIR: spec.workDir,
-        LANG: 'C.UTF-8',
-        ...spec.env,
-        OUTPUT_DIR: spec.outputDir,
-        [JOB_ENV]: spec.jobId,
-      },
+      env: jobEnvironment(spec, this.opts.path),
     };
     try {
       job.launcher = this.ensureLauncher();

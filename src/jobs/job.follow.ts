@@ -300,6 +300,7 @@ export class JobFollow implements JobObserver {
     const { job } = this;
     return {
       jobId: job.id,
+      owner: { type: job.ownerType, id: job.ownerId },
       argv: job.argv,
       env: {},
       container: job.container,
