@@ -75,8 +75,8 @@ describe('loadConfig', () => {
     const names = error!.problems.map((p) => p.split(':')[0]);
     expect(names.sort()).toEqual([
       'DATABASE_URL',
-      'EXECUTOR',
       'GRAPHQL_IDE',
+      'KUBERNETES_JOBS_PVC',
       'LOCAL_EXECUTOR_CONCURRENCY',
       'MAX_UPLOAD_BYTES',
       'PORT',
@@ -185,7 +185,7 @@ describe('loadConfig', () => {
         description: 'one NVIDIA A100',
         slurm: { partition: 'gpu', gres: 'gpu:a100:1', cpus: 8, memory: '64G', account: 'ml', qos: 'normal' },
         kubernetes: {
-          resources: { requests: { cpu: '8', memory: '64Gi' }, limits: { 'nvidia.com/gpu': 1 } },
+          resources: { requests: { cpu: '8', memory: '64Gi' }, limits: { 'nvidia.com/gpu': '1' } },
         },
       });
       const json = path.join(dir, 'machines.json');
@@ -487,9 +487,21 @@ describe('loadConfig', () => {
       );
     });
 
-    it('still refuses EXECUTOR=kubernetes: the adapter is not plugged in yet', () => {
-      expect(() => loadConfig({ EXECUTOR: 'kubernetes', KUBERNETES_JOBS_PVC: 'jobs' })).toThrow(
-        /EXECUTOR: "kubernetes" is not available yet/,
+    it('accepts EXECUTOR=kubernetes with the jobs claim, and asks for the claim without it', () => {
+      expect(loadConfig({ EXECUTOR: 'kubernetes', KUBERNETES_JOBS_PVC: 'jobs' }).executor).toBe('kubernetes');
+      expect(() => loadConfig({ EXECUTOR: 'kubernetes' })).toThrow(
+        /KUBERNETES_JOBS_PVC: required when EXECUTOR=kubernetes/,
+      );
+    });
+
+    it("names the problems of a machine type's kubernetes part", () => {
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'k8s-types-')), 'types.yaml');
+      writeFileSync(
+        file,
+        'machine_types:\n  gpu:\n    kubernetes: { resources: { limits: { nvidia.com/gpu: lots } }, pods: 2 }\n',
+      );
+      expect(() => loadConfig({ MACHINE_TYPES_FILE: file })).toThrow(
+        /machine_types\.gpu\.kubernetes\.pods: unknown key.*machine_types\.gpu\.kubernetes\.resources\.limits\.nvidia\.com\/gpu: "lots" is not a quantity/,
       );
     });
   });

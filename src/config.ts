@@ -362,9 +362,6 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
   const executor = p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local');
-  // The name is the contract; its adapter is not built yet (docs/executors.md).
-  if (executor === 'kubernetes')
-    p.problems.push(`EXECUTOR: "${executor}" is not available yet; use local or slurm`);
   const dataDir = path.resolve(p.str('DATA_DIR', './.data'));
   const jobsDir = path.resolve(p.str('JOBS_DIR', path.join(dataDir, 'jobs')));
   const slurmContainerRuntime = p.oneOf('SLURM_CONTAINER_RUNTIME', SLURM_CONTAINER_RUNTIMES, 'none');
@@ -525,6 +522,11 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
     rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
   };
+  // Job pods mount their directory from the claim that holds JOBS_DIR.
+  if (executor === 'kubernetes' && !config.kubernetes.jobsPvc && p.raw('KUBERNETES_JOBS_PVC') === undefined)
+    p.problems.push(
+      'KUBERNETES_JOBS_PVC: required when EXECUTOR=kubernetes (the ReadWriteMany claim holding JOBS_DIR)',
+    );
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
 }

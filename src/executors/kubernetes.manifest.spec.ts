@@ -1,7 +1,12 @@
 import { parse } from 'yaml';
 import { parseKubernetesMachineType, type KubernetesMachineType } from '../common/machine-types';
 import type { JobSpec } from './executor.port';
-import { buildJobManifest, escapeExpansion, jobNameOf, type KubernetesJobSettings } from './kubernetes.manifest';
+import {
+  buildJobManifest,
+  escapeExpansion,
+  jobNameOf,
+  type KubernetesJobSettings,
+} from './kubernetes.manifest';
 
 /** Machine types in the shape of MACHINE_TYPES_FILE (docs/executors.md). */
 const FILE = parse(`
