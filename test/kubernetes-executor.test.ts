@@ -9,7 +9,9 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../src/common/logger';
+import { KubernetesClient } from '../src/executors/kubernetes.client';
 import { LABELS } from '../src/executors/kubernetes.manifest';
 import { startTestApp, type TestApp } from './helpers/app';
 import { createTestDatabase } from './helpers/db';
@@ -42,7 +44,7 @@ let operator: string;
 const warnings: { msg: string; jobId?: string; infrastructure?: boolean }[] = [];
 
 async function startApp(): Promise<TestApp> {
-  const log = createLogger('error', { apiKeyHeader: 'x-service-key' });
+  const log = createLogger(process.env.E2E_LOG ?? 'error', { apiKeyHeader: 'x-service-key' });
   const warn = log.warn.bind(log);
   log.warn = ((obj: unknown, msg?: string) => {
     if (typeof obj === 'object' && obj) warnings.push({ ...(obj as object), msg: msg ?? '' });
@@ -127,6 +129,17 @@ async function rest(jobId: string, auth = alice) {
 
 function peerJobOf(jobId: string) {
   return peer.jobs(NS).filter((j) => j.metadata.labels?.[LABELS.jobId] === jobId);
+}
+
+/** Someone else with access to the namespace (kubectl). */
+function outsider(): KubernetesClient {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(peer.kubeconfig(NS));
+  return new KubernetesClient({
+    kubeConfig,
+    namespace: NS,
+    log: createLogger('error', { apiKeyHeader: 'x' }),
+  });
 }
 
 /** The pod of a job, once its container runs. */
@@ -302,6 +315,58 @@ describe('cancel, take-over and tenancy', () => {
     const body = (await rest(jobId)).body;
     expect(body.output.files.map((f: { name: string }) => f.name)).toEqual(['done.txt']);
     expect(existsSync(flag)).toBe(true);
+  });
+
+  it('takes over a Job that finished while no worker ran, to its result', async () => {
+    const flag = path.join(dir, `flag-${Date.now()}`);
+    const { jobId } = await deploy(t, alice, await programModel(`until ${flag}`), {});
+    await runningPod(jobId);
+    await waitForJob(t, alice, jobId, (j) => j.status === 'RUNNING');
+    await t.close();
+    writeFileSync(flag, '');
+    await peer.waitFor(
+      () => peerJobOf(jobId)[0]?.status.conditions?.some((c) => c.type === 'Complete'),
+      'the Job complete',
+    );
+    t = await startApp();
+    const job = await waitForJob(t, alice, jobId);
+    expect(job.status).toBe('SUCCEEDED');
+    expect((await rest(jobId)).body.output.files.map((f: { name: string }) => f.name)).toEqual(['done.txt']);
+  });
+
+  it('fails a job whose Job was deleted behind the service’s back: lost, an infrastructure failure', async () => {
+    const { jobId } = await deploy(t, alice, await programModel('idle'), {});
+    await runningPod(jobId);
+    await waitForJob(t, alice, jobId, (j) => j.status === 'RUNNING');
+    expect(await outsider().deleteJob(`media-job-${jobId}`)).toBe(true);
+    const job = await waitForJob(t, alice, jobId);
+    expect(job).toMatchObject({
+      status: 'FAILED',
+      error: 'the Kubernetes Job was deleted before it finished',
+    });
+    expect(warnings).toContainEqual(expect.objectContaining({ jobId, infrastructure: true }));
+  });
+
+  it('fails as lost a job whose Job vanished while no worker ran', async () => {
+    const { jobId } = await deploy(t, alice, await programModel('idle'), {});
+    await runningPod(jobId);
+    await waitForJob(t, alice, jobId, (j) => j.status === 'RUNNING');
+    await t.close();
+    await outsider().deleteJob(`media-job-${jobId}`);
+    t = await startApp();
+    const job = await waitForJob(t, alice, jobId);
+    expect(job.status).toBe('FAILED');
+    expect(job.error).toBe(
+      `the Kubernetes Job media-job-${jobId} is gone: deleted, removed after its TTL, or never created`,
+    );
+  });
+
+  it('creates one Job when the reply to its creation is lost, and retries a 429', async () => {
+    peer.failNext({ verb: 'create', resource: 'jobs' }, 500, { afterApplying: true });
+    peer.failNext({ verb: 'list', resource: 'jobs' }, 429, { retryAfter: 1 });
+    const { jobId } = await deploy(t, alice, await programModel('argv'), {});
+    expect((await waitForJob(t, alice, jobId)).status).toBe('SUCCEEDED');
+    expect(peerJobOf(jobId)).toHaveLength(1);
   });
 
   it('answers 404 for another owner’s job and leaves it running', async () => {

@@ -25,6 +25,7 @@ interface Followed {
   name: string;
   observer: JobObserver;
   stoppedBy: 'canceled' | null;
+  ran: boolean;
   unfollow: () => void;
 }
 
@@ -117,7 +118,13 @@ export class KubernetesExecutor implements Executor {
 
   private follow(spec: JobSpec, job: V1Job, observer: JobObserver, adoptedAt: Date | null): void {
     this.followed.get(spec.jobId)?.unfollow();
-    const f: Followed = { name: job.metadata!.name!, observer, stoppedBy: null, unfollow: () => undefined };
+    const f: Followed = {
+      name: job.metadata!.name!,
+      observer,
+      stoppedBy: null,
+      ran: false,
+      unfollow: () => undefined,
+    };
     this.followed.set(spec.jobId, f);
     f.unfollow = this.tracker.follow(
       spec.jobId,
@@ -126,8 +133,13 @@ export class KubernetesExecutor implements Executor {
         line: (line, earlier) => observer.line('stdout', line, earlier),
         state: (state) => {
           if (state.state === 'pending') observer.pending(state.detail);
-          else if (state.state === 'running') observer.running(state.nodes);
-          else {
+          else if (state.state === 'running') {
+            f.ran = true;
+            observer.running(state.nodes);
+          } else {
+            // A job that ran and ended between two looks (or before it was taken over) has run
+            // all the same: our job goes through `running` to its end.
+            if (!f.ran && (state.exitCode !== null || state.nodes.length)) observer.running(state.nodes);
             if (this.followed.get(spec.jobId) === f) this.followed.delete(spec.jobId);
             void this.ended(f, spec, state);
           }
