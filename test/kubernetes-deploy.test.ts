@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfig } from '../src/config';
 import { KUBERNETES_CALLS } from '../src/executors/kubernetes.client';
 import { DEPLOY_DIR, deployManifests, workerRoleRules, type Manifest } from './helpers/kubernetes-deploy';
 
@@ -128,20 +128,10 @@ describe('deploy/kubernetes', () => {
     expect(ports).toContain(container.readinessProbe!.httpGet!.port);
   });
 
-  it('has settings the service accepts (EXECUTOR=kubernetes aside, refused until the adapter lands)', () => {
-    let error: ConfigError | undefined;
-    try {
-      loadConfig({ ...settings, ROLES: 'worker', DATABASE_URL: 'postgres://u:p@db:5432/media' });
-    } catch (err) {
-      error = err as ConfigError;
-    }
-    expect(error?.problems).toEqual(['EXECUTOR: "kubernetes" is not available yet; use local']);
-    const c = loadConfig({
-      ...settings,
-      EXECUTOR: 'local',
-      ROLES: 'worker',
-      DATABASE_URL: 'postgres://u:p@db:5432/media',
-    });
+  it('has settings the service accepts', () => {
+    const c = loadConfig({ ...settings, ROLES: 'worker', DATABASE_URL: 'postgres://u:p@db:5432/media' });
+    expect(c.executor).toBe('kubernetes');
+    expect(c.jobsDir).toBe('/var/lib/media-platform/jobs');
     expect(c.kubernetes).toMatchObject({
       jobsPvc: 'media-platform-jobs',
       builtinImage: 'media-platform:0.1.0',
