@@ -5,11 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { KUBERNETES_CALLS, KubernetesApiError, KubernetesClient } from '../src/executors/kubernetes.client';
-import {
-  buildJobManifest,
-  LABELS,
-  type KubernetesJobSettings,
-} from '../src/executors/kubernetes.manifest';
+import { buildJobManifest, LABELS, type KubernetesJobSettings } from '../src/executors/kubernetes.manifest';
 import type { KubernetesMachineType } from '../src/common/machine-types';
 import type { KubernetesJobEnd, KubernetesJobState } from '../src/executors/kubernetes.states';
 import { KubernetesTracker } from '../src/executors/kubernetes.tracker';

@@ -186,7 +186,6 @@ export function parseKubernetesMachineType(raw: unknown, where: string): Kuberne
   return out;
 }
 
-
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
