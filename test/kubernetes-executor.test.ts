@@ -1,13 +1,4 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../src/common/logger';
@@ -16,7 +7,7 @@ import { LABELS } from '../src/executors/kubernetes.manifest';
 import { startTestApp, type TestApp } from './helpers/app';
 import { createTestDatabase } from './helpers/db';
 import { alive, BUILTIN, deploy, PROGRAM, waitForJob } from './helpers/jobs';
-import { workerRoleRules } from './helpers/kubernetes-deploy';
+import { startWorkerPeer } from './helpers/kubernetes-deploy';
 import { KubernetesPeer, type PeerPod } from './helpers/kubernetes-peer';
 import { until, uploadFile } from './helpers/media';
 import { TestIssuer } from './helpers/oidc-issuer';
@@ -54,16 +45,7 @@ async function startApp(): Promise<TestApp> {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'media-k8s-e2e-'));
-  jobsDir = path.join(dir, 'jobs');
-  mkdirSync(jobsDir);
-  peer = await KubernetesPeer.start({
-    claims: { 'media-platform-jobs': jobsDir },
-    rules: workerRoleRules(),
-    rbacNamespace: NS,
-    serviceAccount: 'media-platform-worker',
-    imagePullRetryMs: 100,
-  });
+  ({ dir, jobsDir, peer } = await startWorkerPeer(NS, 'media-k8s-e2e-'));
   const machineTypes = path.join(dir, 'machine-types.yaml');
   writeFileSync(
     machineTypes,

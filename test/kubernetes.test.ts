@@ -1,7 +1,6 @@
 import { BatchV1Api, KubeConfig, type V1Job } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { KUBERNETES_CALLS, KubernetesApiError, KubernetesClient } from '../src/executors/kubernetes.client';
@@ -10,7 +9,7 @@ import type { KubernetesMachineType } from '../src/common/machine-types';
 import type { KubernetesJobEnd, KubernetesJobState } from '../src/executors/kubernetes.states';
 import { KubernetesTracker } from '../src/executors/kubernetes.tracker';
 import { alive } from './helpers/jobs';
-import { workerRoleRules } from './helpers/kubernetes-deploy';
+import { startWorkerPeer } from './helpers/kubernetes-deploy';
 import { KubernetesPeer, type PeerJob } from './helpers/kubernetes-peer';
 
 /**
@@ -176,16 +175,7 @@ function callsOf(verb: string) {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'media-k8s-'));
-  jobsDir = path.join(dir, 'jobs');
-  mkdirSync(jobsDir);
-  peer = await KubernetesPeer.start({
-    claims: { 'media-platform-jobs': jobsDir },
-    rules: workerRoleRules(),
-    rbacNamespace: NS,
-    serviceAccount: 'media-platform-worker',
-    imagePullRetryMs: 100,
-  });
+  ({ dir, jobsDir, peer } = await startWorkerPeer(NS, 'media-k8s-'));
   client = newClient();
   tracker = new KubernetesTracker(client, { imagePullGraceSeconds: 1, unschedulableSeconds: 1 }, log);
   await tracker.start();

@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { PolicyRule } from './kubernetes-peer';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import { KubernetesPeer, type PolicyRule } from './kubernetes-peer';
 
 export const DEPLOY_DIR = path.resolve(__dirname, '..', '..', 'deploy', 'kubernetes');
 
@@ -32,4 +34,25 @@ export function workerRoleRules(): PolicyRule[] {
   );
   if (!role) throw new Error('deploy/kubernetes has no Role media-platform-worker');
   return role.rules as PolicyRule[];
+}
+
+/**
+ * A directory with `jobs/` (JOBS_DIR) and the API peer as the worker meets it in the cluster:
+ * the worker's Role in `namespace`, its service account, the jobs claim over `jobs/`.
+ */
+export async function startWorkerPeer(
+  namespace: string,
+  prefix: string,
+): Promise<{ dir: string; jobsDir: string; peer: KubernetesPeer }> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  const jobsDir = path.join(dir, 'jobs');
+  mkdirSync(jobsDir);
+  const peer = await KubernetesPeer.start({
+    claims: { 'media-platform-jobs': jobsDir },
+    rules: workerRoleRules(),
+    rbacNamespace: namespace,
+    serviceAccount: 'media-platform-worker',
+    imagePullRetryMs: 100,
+  });
+  return { dir, jobsDir, peer };
 }
