@@ -166,7 +166,7 @@ export class KubernetesExecutor implements Executor {
 }
 
 /** The port's end of a job from the tracker's. */
-export function exitOf(state: KubernetesJobEnd, stoppedBy: 'canceled' | null): JobExit {
+function exitOf(state: KubernetesJobEnd, stoppedBy: 'canceled' | null): JobExit {
   // A canceled Job is deleted: its disappearance is the cancel, not a loss.
   if (stoppedBy && state.reason === 'lost')
     return { exitCode: null, signal: null, reason: stoppedBy, infrastructure: false };
