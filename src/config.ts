@@ -84,6 +84,14 @@ export interface Config {
   bridgeLoginWindowSeconds: number;
   /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
   prices: PriceList;
+  /** Plain http webhooks allowed (`WEBHOOK_ALLOW_HTTP`); https only otherwise. */
+  webhookAllowHttp: boolean;
+  /** `host:port` entries webhooks may reach although they are private addresses (tests, own receivers). */
+  webhookAllowPrivate: readonly string[];
+  /** Bound on each delivery attempt. */
+  webhookTimeoutSeconds: number;
+  /** Short tasks (webhook deliveries, deadlines) one worker process runs at once. */
+  webhookConcurrency: number;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -381,9 +389,26 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
     prices: p.prices('PRICES_FILE'),
+    webhookAllowHttp: p.bool('WEBHOOK_ALLOW_HTTP', false),
+    webhookAllowPrivate: webhookAllowPrivate(p),
+    webhookTimeoutSeconds: p.int('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
+    webhookConcurrency: p.int('WEBHOOK_CONCURRENCY', 16, 1, 256),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
+}
+
+/** `WEBHOOK_ALLOW_PRIVATE`: `host:port` entries (IPv6 in brackets), lower-cased. */
+function webhookAllowPrivate(p: Parser): string[] {
+  const entries = p.list('WEBHOOK_ALLOW_PRIVATE').map((e) => e.toLowerCase());
+  const bad = entries.filter(
+    (e) => !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/.test(e) || Number(e.split(':').pop()) > 65535,
+  );
+  if (bad.length)
+    p.problems.push(
+      `WEBHOOK_ALLOW_PRIVATE: expected host:port entries ([v6]:port for IPv6), got ${bad.join(', ')}`,
+    );
+  return entries;
 }
 
 /** Reads `.env` from the working directory (if present) below the real environment. */

@@ -7,17 +7,21 @@ import {
   GetJobDocument,
   ListDeploymentsDocument,
   ListJobsDocument,
+  RetryJobDocument,
   type JobStatus,
+  type WebhookEvent,
   type RestDeploymentFragment,
   type RestJobFragment,
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
 import { route } from '../route';
+import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
+import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
 
 const STATUSES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled'];
 
 /** A job as REST shows it (the spec leaves the shape open; see docs/jobs.md). */
-const jobJson = (j: RestJobFragment) => ({
+export const jobJson = (j: RestJobFragment) => ({
   id: j.id,
   deployment_id: j.deploymentId,
   model_id: j.modelId,
@@ -26,6 +30,11 @@ const jobJson = (j: RestJobFragment) => ({
   external_id: j.externalId,
   exit_code: j.exitCode,
   error: j.error,
+  attempt: j.attempt,
+  max_retries: j.maxRetries,
+  retry_of: j.retryOfId,
+  infrastructure_failure: j.infrastructureFailure,
+  deadline_at: j.deadlineAt,
   created_at: j.createdAt,
   started_at: j.startedAt,
   finished_at: j.finishedAt,
@@ -52,9 +61,38 @@ const deploymentJson = (d: RestDeploymentFragment) => ({
   args: d.args,
   source_asset_id: d.sourceAssetId,
   target_asset_id: d.targetAssetId,
+  webhook: d.webhook,
+  webhook_events_filter: d.webhookEventsFilter.map((e) => e.toLowerCase()),
   created_at: d.createdAt,
   job: jobJson(d.job),
 });
+
+/**
+ * `Prefer: wait` (60 s) or `Prefer: wait=N` (RFC 7240), at most 60 s; undefined when absent,
+ * malformed or 0: a preference the server cannot honour is ignored, as the RFC says.
+ */
+export function preferredWait(req: Request): number | undefined {
+  for (const token of (req.get('prefer') ?? '').split(',')) {
+    const m = /^\s*wait\s*(?:=\s*"?(\d{1,6})"?)?\s*(?:;.*)?$/i.exec(token);
+    if (!m) continue;
+    const seconds = m[1] === undefined ? MAX_WAIT_SECONDS : Math.min(Number(m[1]), MAX_WAIT_SECONDS);
+    return seconds || undefined;
+  }
+  return undefined;
+}
+
+/** `webhook_events_filter` as the GraphQL enum; named in VALIDATION_FAILED as GraphQL names it. */
+function webhookEvents(value: unknown): WebhookEvent[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const events: readonly unknown[] = WEBHOOK_EVENTS;
+  if (!Array.isArray(value) || value.some((e) => !events.includes(e)))
+    throw AppError.validation({ webhookEventsFilter: `must be a list of ${WEBHOOK_EVENTS.join(', ')}` });
+  return value.map((e: string) => e.toUpperCase() as WebhookEvent);
+}
+
+function cancelAfter(req: Request): string | undefined {
+  return req.get('cancel-after')?.trim() || undefined;
+}
 
 function jobFilter(req: Request) {
   const status = queryString(req, 'status') || undefined;
@@ -74,23 +112,34 @@ export const jobRoutes = [
     document: CreateDeploymentDocument,
     variables: (req) => {
       const b = body(req);
+      const wait = preferredWait(req);
       return {
         input: {
           name: b.name as string,
           modelId: optionalString(b, 'model_id') as string,
           args: (b.args ?? null) as Record<string, unknown> | null,
+          cancelAfter: cancelAfter(req),
+          webhook: optionalString(b, 'webhook'),
+          webhookEventsFilter: webhookEvents(b.webhook_events_filter),
         },
+        wait,
+        withJob: wait !== undefined,
       };
     },
-    respond: ({ createDeployment: d }) => ({
-      status: 201,
-      body: {
-        id: d.id,
-        model_id: d.modelId,
-        source_asset_id: d.sourceAssetId,
-        target_asset_id: d.targetAssetId,
-      },
-    }),
+    respond: ({ createDeployment: d }, req) => {
+      const wait = preferredWait(req);
+      return {
+        status: 201,
+        body: {
+          id: d.id,
+          model_id: d.modelId,
+          source_asset_id: d.sourceAssetId,
+          target_asset_id: d.targetAssetId,
+          ...(d.job ? { job: jobJson(d.job) } : {}),
+        },
+        headers: wait === undefined ? undefined : { 'Preference-Applied': `wait=${wait}`, Vary: 'Prefer' },
+      };
+    },
   }),
   route({
     method: 'get',
@@ -126,5 +175,12 @@ export const jobRoutes = [
     document: CancelJobDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: ({ cancelJob }) => ({ body: jobJson(cancelJob) }),
+  }),
+  route({
+    method: 'post',
+    path: '/api/v1/jobs/:id/retry',
+    document: RetryJobDocument,
+    variables: (req) => ({ id: String(req.params.id), cancelAfter: cancelAfter(req) }),
+    respond: ({ retryJob }) => ({ status: 201, body: jobJson(retryJob) }),
   }),
 ];

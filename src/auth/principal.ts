@@ -16,8 +16,11 @@ export interface Principal {
   user: User;
   /** Set when the credential is a team's organisation token. */
   team: Team | null;
-  /** `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. */
-  credential: 'user_token' | 'api_key' | 'session';
+  /**
+   * `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. `service`: the
+   * service reading on an owner's behalf (`actingAs`), never a request's.
+   */
+  credential: 'user_token' | 'api_key' | 'session' | 'service';
   apiKeyId: string | null;
   isAdmin: boolean;
 }
@@ -54,4 +57,18 @@ export function requirePrincipal(principal: Principal | null): Principal {
 
 export function requireUserToken(principal: Principal, action: string): void {
   if (principal.team) throw new AppError('FORBIDDEN', `a team token cannot ${action}`);
+}
+
+/**
+ * A principal for reads the service makes on an owner's behalf, outside any request (the job a
+ * webhook message carries is read as its owner reads it). It has no credential and no user details.
+ */
+export function actingAs(owner: Owner): Principal {
+  return {
+    user: { id: owner.type === 'user' ? owner.id : '' } as User,
+    team: owner.type === 'team' ? ({ id: owner.id } as Team) : null,
+    credential: 'service',
+    apiKeyId: null,
+    isAdmin: false,
+  };
 }

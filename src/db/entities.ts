@@ -13,9 +13,10 @@ import { Team, TeamMember } from '../teams/team.entity';
 import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Deployment } from '../deployments/deployment.entity';
-import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
+import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
+import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -44,4 +45,9 @@ export const entities = [
   Matterbridge,
   LoginFailure,
   MediaStorageInterval,
+  // issue 18: webhooks, stored log lines
+  JobLogBatch,
+  WebhookSecret,
+  WebhookDelivery,
+  WebhookAttempt,
 ];

@@ -23,6 +23,12 @@ export interface JobExit {
   signal: string | null;
   /** Set when the executor ended the job itself (timeout, cancel) or lost track of it. */
   reason: 'timeout' | 'canceled' | 'lost' | null;
+  /**
+   * True when the job failed because of the infrastructure, not the program: the executor lost
+   * it, node failure, preemption, boot failure. Such failures are retried automatically
+   * (the model's `max_retries`).
+   */
+  infrastructure?: boolean;
 }
 
 export interface RunningJob {

@@ -156,7 +156,7 @@ export class JobRunner {
     const workDir = this.deployments.workDirOf(job.id);
     const outputDir = path.join(workDir, 'output');
     const log = new JobLog({
-      publish: (lines) => this.publishLines(job, lines),
+      publish: (lines) => this.jobs.publishLines(job, lines),
       save: (tail) => this.jobs.saveLogTail(job.id, tail),
       failed: (err) => this.log.warn({ err, jobId: job.id }, 'job output not published or saved'),
     });
@@ -205,7 +205,11 @@ export class JobRunner {
 
   private async finish(job: Job, exit: JobExit, log: JobLog, outputDir: string): Promise<void> {
     const ended = { exitCode: exit.exitCode, logTail: log.tail() };
-    const fail = (error: string) => this.jobs.transition(job.id, 'failed', { ...ended, error });
+    // Lost, stopped by a shutdown, or what the executor says: the infrastructure failed, not the program.
+    const infrastructure =
+      exit.infrastructure === true || exit.reason === 'lost' || exit.reason === 'canceled';
+    const fail = (error: string) =>
+      this.jobs.transition(job.id, 'failed', { ...ended, error, infrastructure });
     if (exit.reason === 'canceled') {
       // Canceled by its owner: already `canceled`. Otherwise the worker itself is shutting down.
       if (!(await fail('the worker shut down while the job ran; its processes were stopped')))
@@ -293,11 +297,6 @@ export class JobRunner {
     }
   }
 
-  private async publishLines(job: Job, lines: LogLine[]): Promise<void> {
-    const event: JobLogEvent = { jobId: job.id, ownerType: job.ownerType, ownerId: job.ownerId, lines };
-    await this.orm.em.fork().execute('select pg_notify(?, ?)', [CHANNELS.jobLogs, JSON.stringify(event)]);
-  }
-
   /**
    * Jobs left `starting` or `running` by a worker that is gone (no heartbeat for 30 s on the
    * database's clock, or an earlier process on this host that no longer exists), and jobs of this
@@ -331,6 +330,7 @@ export class JobRunner {
       const here = !worker || worker.host === this.host;
       const stopped = here && job.externalId ? await this.executor.stopOrphan(job.id, job.externalId) : false;
       const moved = await this.jobs.transition(job.id, 'failed', {
+        infrastructure: true,
         error:
           `the worker running this job stopped (crash or restart) before it finished` +
           (stopped ? '; its leftover processes were stopped' : ''),

@@ -5,6 +5,10 @@ import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { Job, JobTransition, type JobOutput } from './job.entity';
+import { queuedCopySql } from './job.queue';
+import { LOG_TAIL_BYTES, type LogLine } from './job.log';
+import { enqueueDeliveriesSql, enqueueLogsSql } from '../webhooks/webhook.sql';
+import type { WebhookEvent } from '../webhooks/webhook.events';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 
 export interface JobFilter {
@@ -22,6 +26,12 @@ export interface TransitionFields {
   logTail?: string;
   /** With `succeeded`: the job's stored outputs become live in the same statement. */
   publishOutputs?: boolean;
+  /**
+   * With `failed`: the infrastructure failed, not the program. Recorded on the job; while the job
+   * has automatic retries left (`attempt <= max_retries`) and its deadline has not passed, the
+   * same statement queues its next attempt.
+   */
+  infrastructure?: boolean;
 }
 
 /** The payload of a job event on CHANNELS.jobs. */
@@ -34,6 +44,17 @@ export interface JobEvent {
   at: string;
   /** The transition's id: increasing, so a subscriber can tell what it has already seen. */
   seq: number;
+}
+
+/** How much of a job's output is kept for replay (`job_log_batches`); the last 64 KiB are in its log tail. */
+export const STORED_LOG_BYTES = 8 * 1024 * 1024;
+
+/** The webhook events a transition causes (`logs` come from published lines). */
+function webhookEventsOf(to: JobStatus, f: TransitionFields): WebhookEvent[] {
+  if (to === 'running') return ['start'];
+  if (!isTerminal(to)) return [];
+  const output = to === 'succeeded' && (f.output?.files.length || (f.output?.result ?? null) !== null);
+  return output ? ['output', 'completed'] : ['completed'];
 }
 
 /** Columns a transition into each state sets, besides status and updated_at. */
@@ -54,12 +75,14 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
         sql:
           ', finished_at = now(), run_seconds = case when j.started_at is null then null' +
           ' else extract(epoch from now() - j.started_at) end,' +
-          ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail)',
+          ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail),' +
+          ' infrastructure_failure = ?',
         params: [
           f.exitCode ?? null,
           f.error ?? null,
           f.output ? JSON.stringify(f.output) : null,
           f.logTail ?? null,
+          f.infrastructure ?? false,
         ],
       };
     case 'queued':
@@ -94,8 +117,28 @@ export class JobService {
     return isUuid(id) ? this.orm.em.fork().findOne(Job, { id: id.toLowerCase() }) : null;
   }
 
+  /** The jobs of deployments, newest first (a deployment has more than one once retried). */
   async byDeploymentIds(ids: readonly string[]): Promise<Job[]> {
-    return this.orm.em.fork().find(Job, { deployment: { $in: [...ids] } });
+    return this.orm.em
+      .fork()
+      .find(Job, { deployment: { $in: [...ids] } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  }
+
+  /** The automatic retry queued when this job failed, if any. */
+  async automaticRetryOf(jobId: string): Promise<string | null> {
+    const [row] = await this.orm.em
+      .fork()
+      .execute('select id from jobs where retry_of = ? and attempt > 1 limit 1', [jobId]);
+    return (row?.id as string | undefined) ?? null;
+  }
+
+  /** The deadline task (`Cancel-After`): a job that has not ended is canceled, saying why. */
+  async cancelAtDeadline(jobId: string): Promise<void> {
+    const job = await this.byId(jobId);
+    if (!job?.deadlineAt || isTerminal(job.status)) return;
+    await this.transition(job.id, 'canceled', {
+      error: `canceled: it had not ended by its deadline (Cancel-After), ${job.deadlineAt.toISOString()}`,
+    });
   }
 
   async transitionsOf(jobIds: readonly string[]): Promise<JobTransition[]> {
@@ -128,6 +171,19 @@ export class JobService {
       ? `, outputs as (update media_assets set status = 'live', created_at = now()
                        where job_id in (select id from upd) and status = 'uploading')`
       : '';
+    // Read in the final select (after the event), so that PostgreSQL runs them.
+    const extras: string[] = [];
+    const events = webhookEventsOf(to, fields);
+    const webhooks = events.length ? `, ${enqueueDeliveriesSql('wh', 'upd', '?::text[]')}` : '';
+    if (webhooks) extras.push('(select count(*) from wh_go) as messages');
+    let retry = '';
+    if (to === 'failed' && fields.infrastructure) {
+      retry = `, src as (select upd.*, null::uuid as new_id, upd.attempt + 1 as new_attempt, upd.deadline_at as new_deadline
+                        from upd where upd.attempt <= upd.max_retries
+                        and (upd.deadline_at is null or upd.deadline_at > now())),
+               ${queuedCopySql('retry', 'src')}`;
+      extras.push('(select count(*) from retry_go) as retried');
+    }
     const rows: Record<string, unknown>[] = await em.execute(
       `with prev as (select id, status from jobs where id = ? for update),
        upd as (
@@ -136,13 +192,29 @@ export class JobService {
          returning j.*, prev.status as from_status
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
-               select id, from_status, status, updated_at from upd returning id as seq)${publish}
+               select id, from_status, status, updated_at from upd returning id as seq)${publish}${retry}${webhooks}
        select upd.*, pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
-                'status', status, 'from', from_status, 'at', updated_at, 'seq', ins.seq)::text) from upd, ins`,
-      [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
+                'status', status, 'from', from_status, 'at', updated_at, 'seq', ins.seq)::text)
+              ${extras.map((e) => `, ${e}`).join('')}
+       from upd, ins`,
+      [
+        jobId,
+        to,
+        ...sets.params,
+        `{${FROM[to].join(',')}}`,
+        ...(webhooks ? [`{${events.join(',')}}`] : []),
+        CHANNELS.jobs,
+      ],
     );
     if (rows.length !== 1) return null;
-    const { from_status: _from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
+    const {
+      from_status: _from,
+      pg_notify: _notify,
+      seq: _seq,
+      retried: _retried,
+      messages: _messages,
+      ...row
+    } = rows[0];
     return em.map(Job, row);
   }
 
@@ -152,6 +224,55 @@ export class JobService {
       .fork()
       .execute('select coalesce(max(id), 0)::int as seq from job_transitions where job_id = ?', [jobId]);
     return row.seq as number;
+  }
+
+  /**
+   * Publishes a batch of a running job's lines (CHANNELS.jobLogs), in one statement: the batch is
+   * kept for replay while the job's kept output is under STORED_LOG_BYTES, takes its id from the
+   * transitions' sequence (`seq`), and a `logs` webhook message is scheduled when one is wanted.
+   */
+  async publishLines(job: Pick<Job, 'id' | 'ownerType' | 'ownerId'>, lines: LogLine[]): Promise<void> {
+    const json = JSON.stringify(lines);
+    const bytes = Buffer.byteLength(json);
+    const event = JSON.stringify({ jobId: job.id, ownerType: job.ownerType, ownerId: job.ownerId, lines });
+    await this.orm.em.fork().execute(
+      `with s as (select nextval('job_transitions_id_seq') as seq,
+                         coalesce((select total_bytes from job_log_batches where job_id = ? order by id desc limit 1), 0) as kept),
+       b as (insert into job_log_batches (id, job_id, lines, total_bytes, at)
+             select s.seq, ?, ?::jsonb, s.kept + ?, now() from s where s.kept + ? <= ? returning id),
+       w as (${enqueueLogsSql('?')})
+       select pg_notify(?, (?::jsonb || jsonb_build_object('seq', s.seq))::text),
+              (select count(*) from w), (select count(*) from b)
+       from s`,
+      [job.id, job.id, json, bytes, bytes, STORED_LOG_BYTES, job.id, CHANNELS.jobLogs, event],
+    );
+  }
+
+  /**
+   * The last LOG_TAIL_BYTES of what a job printed, from its published lines, when all of them were
+   * kept (null otherwise): current to the last batch, where the stored tail is saved every 5 s.
+   */
+  async recentLogTail(jobId: string): Promise<string | null> {
+    // The batches holding the last LOG_TAIL_BYTES (`total_bytes` counts what was kept before).
+    const rows: { line: string; kept: number }[] = await this.orm.em.fork().execute(
+      `with last as (select max(total_bytes) as kept from job_log_batches where job_id = ?)
+       select x.l->>'line' as line, last.kept
+       from last, job_log_batches b, jsonb_array_elements(b.lines) with ordinality as x(l, n)
+       where b.job_id = ? and b.total_bytes > last.kept - ?
+       order by b.id desc, x.n desc`,
+      [jobId, jobId, LOG_TAIL_BYTES + 8000],
+    );
+    if (!rows.length) return '';
+    // Batches are kept up to STORED_LOG_BYTES: past it, the latest lines are not among them.
+    if (rows[0].kept + 8000 > STORED_LOG_BYTES) return null;
+    const lines: string[] = [];
+    let bytes = 0;
+    for (const { line } of rows) {
+      bytes += Buffer.byteLength(line) + 1;
+      if (bytes > LOG_TAIL_BYTES && lines.length) break;
+      lines.unshift(line);
+    }
+    return lines.join('\n');
   }
 
   /** Keeps the stored log tail current while a job runs (not a transition). */

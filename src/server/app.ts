@@ -6,7 +6,7 @@ import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { specifiedRules, validate, type GraphQLFormattedError } from 'graphql';
+import { specifiedRules, validate, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
@@ -47,6 +47,8 @@ export interface AppDeps {
 
 export interface App {
   server: http.Server;
+  /** The GraphQL schema the app serves, built with this process's services. */
+  schema: GraphQLSchema;
   listen(port?: number, host?: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish (bounded), closes websockets. */
   close(): Promise<void>;
@@ -241,6 +243,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   let closing: Promise<void> | undefined;
   return {
     server,
+    schema,
     listen: (port = config.port, host = config.host) => listen(server, port, host),
     close: () =>
       (closing ??= (async () => {

@@ -18,6 +18,12 @@ import { graphileLogger, JobRunner } from '../jobs/job.runner';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
+import { TaskRunner } from '../tasks/task.runner';
+import { DEADLINE_TASK } from '../jobs/job.queue';
+import { WebhookDeliverer } from '../webhooks/webhook.deliverer';
+import { restJobRenderer } from '../../rest-compat/job.renderer';
+import { Loaders } from './loaders';
+import { randomUUID } from 'node:crypto';
 
 export interface Runtime {
   config: Config;
@@ -50,6 +56,7 @@ export async function startRuntime(
   let orm: MikroORM | undefined;
   let bus: EventBus | undefined;
   let runner: JobRunner | undefined;
+  let tasks: TaskRunner | undefined;
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
@@ -104,11 +111,38 @@ export async function startRuntime(
         { databaseUrl, concurrency: config.localExecutorConcurrency },
       );
       await runner.start();
+      const deliverer = new WebhookDeliverer(
+        orm,
+        services.webhooks,
+        restJobRenderer(app.schema, (principal) => ({
+          requestId: randomUUID(),
+          principal,
+          log,
+          loaders: new Loaders(),
+          live: services.live,
+        })),
+        (jobId) => services.jobs.recentLogTail(jobId),
+        log,
+        {
+          timeoutMs: config.webhookTimeoutSeconds * 1000,
+          policy: services.webhooks.policy,
+        },
+      );
+      tasks = new TaskRunner(
+        {
+          [DEADLINE_TASK]: (p) => services.jobs.cancelAtDeadline((p as { jobId: string }).jobId),
+          ...deliverer.tasks(),
+        },
+        log,
+        { databaseUrl, concurrency: config.webhookConcurrency },
+      );
+      await tasks.start();
     }
     const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
     const openBus = bus;
     const openRunner = runner;
+    const openTasks = tasks;
     return {
       config,
       orm,
@@ -119,6 +153,7 @@ export async function startRuntime(
       stop: async () => {
         clearInterval(sweeper);
         await Promise.all([app.close(), bridge?.close()]);
+        await openTasks?.stop();
         await openRunner?.stop();
         await services.telephony.close();
         await openBus.stop();
@@ -127,6 +162,7 @@ export async function startRuntime(
       },
     };
   } catch (err) {
+    await tasks?.stop().catch(() => undefined);
     await runner?.stop().catch(() => undefined);
     await bus?.stop();
     await orm?.close(true).catch(() => undefined);

@@ -11,6 +11,7 @@ import { DeploymentService } from '../deployments/deployment.service';
 import type { EventBus } from '../events/event-bus';
 import { JobLive } from '../jobs/job.live';
 import { JobService } from '../jobs/job.service';
+import { JobWaiter } from '../jobs/job.wait';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
@@ -19,6 +20,7 @@ import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator';
 import { TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
+import { WebhookService } from '../webhooks/webhook.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
@@ -55,7 +57,11 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const models = new ModelService(orm);
   const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
   const jobs = new JobService(orm);
-  const deployments = new DeploymentService(orm, config, models, media);
+  const webhooks = new WebhookService(orm, {
+    allowHttp: config.webhookAllowHttp,
+    allowPrivate: config.webhookAllowPrivate,
+  });
+  const deployments = new DeploymentService(orm, config, models, media, new JobWaiter(bus, jobs), webhooks);
   const live = new JobLive(bus, jobs);
   const billing = new BillingService(orm, config.prices);
   return {
@@ -71,6 +77,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     deployments,
     live,
     billing,
+    webhooks,
   };
 }
 
