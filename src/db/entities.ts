@@ -17,6 +17,7 @@ import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.ent
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
+import { IdempotencyKey } from '../idempotency/idempotency.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -50,4 +51,5 @@ export const entities = [
   WebhookSecret,
   WebhookDelivery,
   WebhookAttempt,
+  IdempotencyKey,
 ];

@@ -13,6 +13,7 @@ import { createRestRouter } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.route';
 import { graphqlUploadExpress } from 'graphql-upload-minimal';
 import { mediaFileRoutes } from '../media/media.http';
+import { idempotentRequests } from '../idempotency/idempotency.http';
 import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
 import { loginRoutes } from '../auth/login.routes';
@@ -148,6 +149,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     }
   };
   app.use(['/graphql', '/api', '/uploads'], authenticate);
+  app.use(idempotentRequests(services.idempotency, ['/api/v1/deployments', '/api/v1/tokens', '/graphql']));
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -187,7 +189,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   app.use(loginRoutes(config, services));
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
-  app.use(uploadRoutes(services.media, { maxUploadBytes: config.maxUploadBytes }));
+  app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 
   app.use(noRoute());
   app.use(errorResponses(config.maxBodyBytes, log));

@@ -175,11 +175,13 @@ const SWEEP_INTERVAL_MS = 15 * 60_000;
 
 /** Finishes uploads and deletes that a crashed process left behind: at start, then periodically. */
 function startSweeper(services: Services, log: Logger): NodeJS.Timeout {
-  const sweep = () =>
-    services.media
+  const sweep = () => {
+    void services.media
       .sweep()
       .then((n) => n && log.info({ removed: n }, 'swept abandoned media'))
       .catch((err) => log.warn({ err }, 'media sweep failed'));
+    void services.idempotency.sweep().catch((err) => log.warn({ err }, 'idempotency key sweep failed'));
+  };
   void sweep();
   return setInterval(sweep, SWEEP_INTERVAL_MS).unref();
 }

@@ -21,6 +21,7 @@ import { createCallOriginator } from '../telephony/call-originator';
 import { TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 import { WebhookService } from '../webhooks/webhook.service';
+import { IdempotencyService } from '../idempotency/idempotency.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
@@ -64,6 +65,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const deployments = new DeploymentService(orm, config, models, media, new JobWaiter(bus, jobs), webhooks);
   const live = new JobLive(bus, jobs);
   const billing = new BillingService(orm, config.prices);
+  const idempotency = new IdempotencyService(orm);
   return {
     users,
     teams,
@@ -78,6 +80,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     live,
     billing,
     webhooks,
+    idempotency,
   };
 }
 
