@@ -11,6 +11,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.route';
+import { jobEventRoutes } from '../../rest-compat/job-events.route';
 import { graphqlUploadExpress } from 'graphql-upload-minimal';
 import { mediaFileRoutes } from '../media/media.http';
 import { idempotentRequests } from '../idempotency/idempotency.http';
@@ -188,6 +189,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
   app.use(loginRoutes(config, services));
+  // Before the table: `/api/v1/jobs/events` is not a job id.
+  app.use(jobEventRoutes(services.jobs, services.history, services.bus));
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
   app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 

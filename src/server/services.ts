@@ -12,6 +12,7 @@ import type { EventBus } from '../events/event-bus';
 import { JobLive } from '../jobs/job.live';
 import { JobService } from '../jobs/job.service';
 import { JobWaiter } from '../jobs/job.wait';
+import { JobHistory } from '../jobs/job.history';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
@@ -66,6 +67,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const live = new JobLive(bus, jobs);
   const billing = new BillingService(orm, config.prices);
   const idempotency = new IdempotencyService(orm);
+  const history = new JobHistory(orm);
   return {
     users,
     teams,
@@ -81,6 +83,8 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     billing,
     webhooks,
     idempotency,
+    history,
+    bus,
   };
 }
 
