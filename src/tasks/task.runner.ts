@@ -30,7 +30,8 @@ export class TaskRunner {
     this.runner = await run({
       connectionString: this.opts.databaseUrl,
       concurrency: this.opts.concurrency,
-      maxPoolSize: Math.min(10, this.opts.concurrency + 1),
+      // A task holds a connection only for its statements, never while it waits on a receiver.
+      maxPoolSize: Math.min(4, this.opts.concurrency + 1),
       noHandleSignals: true,
       // Tasks due later (retries, deadlines) are found by polling; new ones arrive by LISTEN at once.
       pollInterval: 500,
