@@ -69,6 +69,15 @@ async function read(
   return { status: 200, type: res.headers.get('content-type'), events };
 }
 
+/** The events of a successful run of the `lines` program printing `n` lines. */
+const history = (n: number) => [
+  'transition:queued',
+  'transition:starting',
+  'transition:running',
+  ...Array.from({ length: n }, (_, i) => `line ${i + 1}`),
+  'transition:succeeded',
+];
+
 const summary = (events: Sse[]) =>
   events.map((e) => (e.event === 'log' ? e.data.line : `${e.event}:${e.data.status}`));
 
@@ -78,17 +87,7 @@ describe('GET /api/v1/jobs/{id}/events', () => {
     const { status, type, events } = await read(`/api/v1/jobs/${jobId}/events`, alice);
     expect(status).toBe(200);
     expect(type).toMatch(/^text\/event-stream/);
-    expect(summary(events)).toEqual([
-      'transition:queued',
-      'transition:starting',
-      'transition:running',
-      'line 1',
-      'line 2',
-      'line 3',
-      'line 4',
-      'line 5',
-      'transition:succeeded',
-    ]);
+    expect(summary(events)).toEqual(history(5));
     expect(events.every((e) => e.data.job_id === jobId)).toBe(true);
     expect(events.filter((e) => e.event === 'log').every((e) => e.data.status === 'running')).toBe(true);
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
@@ -117,18 +116,7 @@ describe('GET /api/v1/jobs/{id}/events', () => {
     const { jobId } = await deploy(t, alice, slow, {});
     await waitForJob(t, alice, jobId, (j) => j.logTail.includes('line 2'));
     const { events } = await read(`/api/v1/jobs/${jobId}/events`, alice);
-    expect(summary(events)).toEqual([
-      'transition:queued',
-      'transition:starting',
-      'transition:running',
-      'line 1',
-      'line 2',
-      'line 3',
-      'line 4',
-      'line 5',
-      'line 6',
-      'transition:succeeded',
-    ]);
+    expect(summary(events)).toEqual(history(6));
   });
 
   it("answers 404 for another owner's job, 401 without credentials, 400 for a malformed id", async () => {
@@ -162,17 +150,7 @@ describe('GET /api/v1/jobs/events', () => {
     // Events of jobs of earlier tests may come too; these two jobs' events all come.
     const events = (await live).events.filter((e) => [first.jobId, second.jobId].includes(e.data.job_id));
     expect(events.at(-1)!.data).toMatchObject({ job_id: second.jobId, status: 'succeeded' });
-    expect(summary(events.filter((e) => e.data.job_id === first.jobId))).toEqual([
-      'transition:queued',
-      'transition:starting',
-      'transition:running',
-      'line 1',
-      'line 2',
-      'line 3',
-      'line 4',
-      'line 5',
-      'transition:succeeded',
-    ]);
+    expect(summary(events.filter((e) => e.data.job_id === first.jobId))).toEqual(history(5));
     // Bob's own job ends his stream; he saw none of Alice's events.
     await deploy(t, bob, await programModel(t, bob, 'argv'), {});
     const theirs = (await bobs).events;

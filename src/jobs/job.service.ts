@@ -253,7 +253,7 @@ export class JobService {
    * kept (null otherwise): current to the last batch, where the stored tail is saved every 5 s.
    */
   async recentLogTail(jobId: string): Promise<string | null> {
-    // The batches holding the last LOG_TAIL_BYTES (`total_bytes` counts what was kept before).
+    // The batches holding the last LOG_TAIL_BYTES (`total_bytes`: kept so far, that batch included).
     const rows: { line: string; kept: number }[] = await this.orm.em.fork().execute(
       `with last as (select max(total_bytes) as kept from job_log_batches where job_id = ?)
        select x.l->>'line' as line, last.kept
