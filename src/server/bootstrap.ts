@@ -19,11 +19,7 @@ import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
 import { TaskRunner } from '../tasks/task.runner';
-import { DEADLINE_TASK } from '../jobs/job.queue';
-import { WebhookDeliverer } from '../webhooks/webhook.deliverer';
-import { restJobRenderer } from '../../rest-compat/job.renderer';
-import { Loaders } from './loaders';
-import { randomUUID } from 'node:crypto';
+import { workerTasks } from './worker-tasks';
 
 export interface Runtime {
   config: Config;
@@ -111,31 +107,10 @@ export async function startRuntime(
         { databaseUrl, concurrency: config.localExecutorConcurrency },
       );
       await runner.start();
-      const deliverer = new WebhookDeliverer(
-        orm,
-        services.webhooks,
-        restJobRenderer(app.schema, (principal) => ({
-          requestId: randomUUID(),
-          principal,
-          log,
-          loaders: new Loaders(),
-          live: services.live,
-        })),
-        (jobId) => services.jobs.recentLogTail(jobId),
-        log,
-        {
-          timeoutMs: config.webhookTimeoutSeconds * 1000,
-          policy: services.webhooks.policy,
-        },
-      );
-      tasks = new TaskRunner(
-        {
-          [DEADLINE_TASK]: (p) => services.jobs.cancelAtDeadline((p as { jobId: string }).jobId),
-          ...deliverer.tasks(),
-        },
-        log,
-        { databaseUrl, concurrency: config.webhookConcurrency },
-      );
+      tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {
+        databaseUrl,
+        concurrency: config.webhookConcurrency,
+      });
       await tasks.start();
     }
     const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
