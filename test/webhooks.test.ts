@@ -63,6 +63,7 @@ async function deliveries(auth: string, jobId: string) {
       response_code: number | null;
       duration_ms: number;
       error: string | null;
+      response: string | null;
     }[];
   }[];
 }
@@ -121,7 +122,13 @@ describe('a deployment with a webhook', () => {
 
   it('is retried on 429 (honouring Retry-After), 5xx and timeouts, with the same webhook-id, until delivered', async () => {
     const path = newHook();
-    receiver.answer({ status: 429, retryAfter: '3' }, { status: 500 }, { hang: true }, { status: 200 });
+    // The 500 comes with a long answer, of which only the start is read and kept.
+    receiver.answer(
+      { status: 429, retryAfter: '3' },
+      { status: 500, body: 'x'.repeat(256 * 1024) },
+      { hang: true },
+      { status: 200 },
+    );
     const res = await wordcount(alice, { webhook: receiver.url(path) });
     const jobId = await jobIdOf(alice, res.body.id);
     await receiver.until(() => receiver.to(path).some((r) => r.answered === 200));
@@ -143,6 +150,8 @@ describe('a deployment with a webhook', () => {
       ['delivered', 200],
     ]);
     expect(listed.attempts[2].error).toMatch(/no answer within 2000 ms/);
+    expect(listed.attempts[1].response).toBe('x'.repeat(512));
+    expect(listed.attempts[3].response).toBe('ok');
     expect(await tasksOf(listed.id)).toBe(0);
   });
 

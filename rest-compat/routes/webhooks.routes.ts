@@ -25,6 +25,7 @@ const deliveryJson = (d: Delivery) => ({
     response_code: a.responseCode,
     outcome: a.outcome.toLowerCase(),
     error: a.error,
+    response: a.response,
   })),
 });
 

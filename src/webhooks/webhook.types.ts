@@ -69,6 +69,12 @@ export class WebhookAttemptType {
   @Field(() => String, { nullable: true })
   error!: string | null;
 
+  @Field(() => String, {
+    nullable: true,
+    description: "The start of the receiver's answer (at most 4 KiB are read, 512 characters kept).",
+  })
+  response!: string | null;
+
   static from(a: WebhookAttempt): WebhookAttemptType {
     return Object.assign(new WebhookAttemptType(), {
       attempt: a.attempt,
@@ -77,6 +83,7 @@ export class WebhookAttemptType {
       responseCode: a.responseCode,
       outcome: a.outcome as WebhookAttemptOutcomeEnum,
       error: a.error,
+      response: a.response,
     });
   }
 }

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 
 /** What the receiver answers one request with. */
 export type Behaviour =
-  | { status: number; retryAfter?: string }
+  | { status: number; retryAfter?: string; body?: string }
   /** Never answers (the sender's timeout must end the attempt). */
   | { hang: true };
 
@@ -94,7 +94,7 @@ export class WebhookReceiver {
       else {
         if (behaviour.retryAfter) res.setHeader('retry-after', behaviour.retryAfter);
         res.statusCode = behaviour.status;
-        res.end(behaviour.status < 300 ? 'ok' : 'not now');
+        res.end(behaviour.body ?? (behaviour.status < 300 ? 'ok' : 'not now'));
       }
       for (const wake of this.waiters.splice(0)) wake();
     });
