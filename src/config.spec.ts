@@ -300,12 +300,12 @@ describe('loadConfig', () => {
   });
 
   describe('webhooks', () => {
-    it('has https only, no private addresses, a 10 s bound and 16 tasks at once by default', () => {
+    it('has https only, no private addresses, a 10 s bound and 4 tasks at once by default', () => {
       expect(loadConfig({})).toMatchObject({
         webhookAllowHttp: false,
         webhookAllowPrivate: [],
         webhookTimeoutSeconds: 10,
-        webhookConcurrency: 16,
+        webhookConcurrency: 4,
       });
     });
 

@@ -392,7 +392,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     webhookAllowHttp: p.bool('WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivate: webhookAllowPrivate(p),
     webhookTimeoutSeconds: p.int('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
-    webhookConcurrency: p.int('WEBHOOK_CONCURRENCY', 16, 1, 256),
+    webhookConcurrency: p.int('WEBHOOK_CONCURRENCY', 4, 1, 256),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);

@@ -33,8 +33,9 @@ export class TaskRunner {
       // A task holds a connection only for its statements, never while it waits on a receiver.
       maxPoolSize: Math.min(4, this.opts.concurrency + 1),
       noHandleSignals: true,
-      // Tasks due later (retries, deadlines) are found by polling; new ones arrive by LISTEN at once.
-      pollInterval: 500,
+      // Tasks due later (retries, deadlines) are found by polling, each idle slot once a second;
+      // new ones arrive by LISTEN at once.
+      pollInterval: 1000,
       logger: graphileLogger(this.log),
       taskList,
     });
