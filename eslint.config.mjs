@@ -10,7 +10,10 @@ export default tseslint.config(
       'node_modules/**',
       '.data/**',
       'rest-compat/generated/**',
+      'web/src/generated/**',
+      'test-browser/artifacts/**',
       'jest.config.js',
+      'test-browser/jest.config.js',
       'test/fixtures/**',
     ],
   },
@@ -28,7 +31,7 @@ export default tseslint.config(
   },
   {
     // The demo program runs as a job: its environment (OUTPUT_DIR) is its input, not our config.
-    files: ['src/config.ts', 'src/demo-models/**', 'test/**', 'bench/**', 'scripts/**'],
+    files: ['src/config.ts', 'src/demo-models/**', 'test/**', 'test-browser/**', 'bench/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -35,6 +35,10 @@ export interface Config {
   oidcTimeoutSeconds: number;
   /** Lifetime of a login session (the `auth_session` cookie). */
   sessionTtlSeconds: number;
+  /** Lifetime of the access tokens the web app gets from its session (`POST /api/v1/auth/token`). */
+  sessionTokenTtlSeconds: number;
+  /** The web app's build (`npm run build:web`), served at `/`. */
+  webDir: string;
   apiKeyHeader: string;
   storage: 'local' | 's3';
   s3Bucket: string | undefined;
@@ -340,6 +344,8 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     oidcScopes,
     oidcTimeoutSeconds: p.int('OIDC_TIMEOUT_SECONDS', 5, 1, 120),
     sessionTtlSeconds: p.int('SESSION_TTL_SECONDS', 14 * 24 * 3600, 1, 365 * 24 * 3600),
+    sessionTokenTtlSeconds: p.int('SESSION_TOKEN_TTL_SECONDS', 600, 10, 3600),
+    webDir: path.resolve(p.str('WEB_DIR', './dist/web')),
     apiKeyHeader,
     storage,
     s3Bucket,

@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from './helpers/app';
 import { Browser, formAction, inputValue } from './helpers/browser';
 import { createTestDatabase } from './helpers/db';
 import { spawnService, spawnTs } from './helpers/process';
+import { queryOverWebsocket } from './helpers/ws';
 
 /** The service with its built-in identity provider (no OIDC_ISSUER), on a port known in advance. */
 async function startDevApp(env: Record<string, string> = {}): Promise<TestApp> {
@@ -507,6 +508,193 @@ describe('login with the built-in identity provider', () => {
         .send({ refresh_token: tokens.refresh_token });
       expect(res.status).toBe(204);
       expect((await browser.get(`${t.url}/api/v1/fetch-metadata`, JSON_ACCEPT)).status).toBe(401);
+    });
+  });
+
+  describe('return_to: back to the web app after signing in', () => {
+    /** Signs a new account up in a browser from a login with `query`; answers the callback's answer. */
+    async function signUpFrom(query: string, username: string, accept?: Record<string, string>) {
+      const browser = new Browser();
+      const start = `${t.url}/api/v1/auth/login${query}`;
+      const { res: page, url } = await browser.follow(await browser.get(start), start);
+      const link = /href="([^"]*view=sign-up)"/.exec(await page.text())![1].replace(/&amp;/g, '&');
+      const html = await (await browser.get(new URL(link, url).toString())).text();
+      const callbackUrl = await submitToCallback(browser, t.url, html, '/sign-up', {
+        username,
+        password: PASSWORD,
+      });
+      return { browser, res: await browser.get(callbackUrl, accept) };
+    }
+
+    it('sends the browser back to the path it asked for, signed in by the cookie', async () => {
+      const { browser, res } = await signUpFrom(
+        `?return_to=${encodeURIComponent('/jobs/7?tab=log#top')}`,
+        'rita',
+      );
+      expect(res.status).toBe(303);
+      expect(res.headers.get('location')).toBe('/jobs/7?tab=log#top');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(await res.text()).not.toContain('access_token');
+      expect(browser.cookie('auth_session')).toMatch(/^[\w-]{43}$/);
+      expect((await browser.get(`${t.url}/api/v1/fetch-metadata`, JSON_ACCEPT)).status).toBe(200);
+    });
+
+    it('lands a browser in the app at / without return_to; an API client still gets the tokens', async () => {
+      const { res } = await signUpFrom('', 'sam');
+      expect(res.status).toBe(303);
+      expect(res.headers.get('location')).toBe('/');
+      const json = await signUpFrom(`?return_to=%2Fmedia-view`, 'tina', JSON_ACCEPT);
+      expect(json.res.status).toBe(200);
+      expect(await json.res.json()).toMatchObject({ token_type: 'Bearer', access_token: expect.any(String) });
+    });
+
+    it.each([
+      ['another site', 'https://evil.example/'],
+      ['a scheme-relative URL', '//evil.example/x'],
+      ['a backslash host', '/\\evil.example'],
+      ['a script URL', 'javascript:alert(1)'],
+      ['a relative path', 'jobs'],
+      ['control characters', '/a\r\nLocation: https://evil.example'],
+      ['a tab that browsers strip', '/\t/evil.example'],
+      ['a very long path', `/${'a'.repeat(3000)}`],
+    ])('refuses %s as return_to, for browsers and API clients alike', async (_name, returnTo) => {
+      for (const accept of ['text/html', 'application/json']) {
+        const res = await t
+          .http()
+          .get('/api/v1/auth/login')
+          .query({ return_to: returnTo })
+          .set('accept', accept);
+        expect(res.status).toBe(400);
+        expect(res.body.error).toMatchObject({
+          code: 'VALIDATION_FAILED',
+          details: { return_to: expect.any(String) },
+        });
+        expect(res.headers.location).toBeUndefined();
+      }
+    });
+  });
+
+  describe("the web app's access token from the session", () => {
+    const SAME_ORIGIN = {
+      'x-requested-with': 'fetch',
+      'sec-fetch-site': 'same-origin',
+      accept: 'application/json',
+    };
+    const tokenOf = (
+      browser: Browser,
+      body: Record<string, unknown> = {},
+      headers: Record<string, string> = SAME_ORIGIN,
+    ) =>
+      browser.request(`${t.url}/api/v1/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    let uma: Awaited<ReturnType<typeof signUp>>;
+    beforeAll(async () => {
+      uma = await signUp(t.url, 'uma');
+    });
+
+    it('answers a short-lived token for the session, which the API accepts, never cached', async () => {
+      const res = await tokenOf(uma.browser);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(body).toEqual({
+        access_token: expect.stringMatching(/^mps_[\w-]{43}$/),
+        token_type: 'Bearer',
+        expires_in: expect.any(Number),
+        team_id: null,
+      });
+      expect(body.expires_in).toBeGreaterThan(t.config.sessionTokenTtlSeconds - 10);
+      expect(body.expires_in).toBeLessThanOrEqual(t.config.sessionTokenTtlSeconds);
+      const me = await t.gql('{ me { userId teamId } }', {}, `Bearer ${body.access_token}`);
+      expect(me.body.data.me).toEqual({ userId: 'uma', teamId: null });
+      const teams = await t.http().get('/api/v1/teams').set('authorization', `Bearer ${body.access_token}`);
+      expect(teams.status).toBe(200);
+      // Only the hash is stored.
+      const rows = await t.runtime.orm.em
+        .fork()
+        .getConnection()
+        .execute<{ token_hash: string }[]>('select token_hash from session_tokens');
+      expect(rows.map((r) => r.token_hash)).not.toContain(body.access_token);
+    });
+
+    it.each([
+      ['from another site', { ...SAME_ORIGIN, 'sec-fetch-site': 'cross-site' }],
+      ['from a sibling site', { ...SAME_ORIGIN, 'sec-fetch-site': 'same-site' }],
+      ['from a top-level navigation', { ...SAME_ORIGIN, 'sec-fetch-site': 'none' }],
+      ['with a foreign Origin', { ...SAME_ORIGIN, origin: 'https://evil.example' }],
+      ['without the custom header (a form or a simple request)', { 'sec-fetch-site': 'same-origin' }],
+    ])('refuses a request %s with 403, even with the cookie', async (_name, headers) => {
+      const res = await tokenOf(uma.browser, {}, headers as Record<string, string>);
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
+    });
+
+    it('accepts the Origin of this service; refuses 401 without a live session', async () => {
+      expect((await tokenOf(uma.browser, {}, { ...SAME_ORIGIN, origin: t.url })).status).toBe(200);
+      const res = await tokenOf(new Browser());
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNAUTHENTICATED');
+    });
+
+    it("acts as one of the user's teams; another's team or a malformed id is 404", async () => {
+      const userToken = `Bearer ${uma.tokens.access_token}`;
+      const team = (
+        await t.http().post('/api/v1/teams').set('authorization', userToken).send({ name: 'Uma Co' })
+      ).body;
+      const res = await tokenOf(uma.browser, { team_id: team.id });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { access_token: string; team_id: string };
+      expect(body.team_id).toBe(team.id);
+      const me = await t.gql('{ me { userId teamId } }', {}, `Bearer ${body.access_token}`);
+      expect(me.body.data.me).toEqual({ userId: 'uma', teamId: team.id });
+      // What it creates belongs to the team: the user's own view does not list it.
+      const created = await t
+        .http()
+        .post('/api/v1/teams')
+        .set('authorization', `Bearer ${body.access_token}`)
+        .send({ name: 'nested' });
+      expect(created.status).toBe(403);
+
+      const other = await signUp(t.url, 'victor');
+      const foreign = (
+        await t
+          .http()
+          .post('/api/v1/teams')
+          .set('authorization', `Bearer ${other.tokens.access_token}`)
+          .send({ name: 'V' })
+      ).body;
+      for (const teamId of [foreign.id, 'not-a-uuid', 42]) {
+        const refused = await tokenOf(uma.browser, { team_id: teamId });
+        expect(refused.status).toBe(404);
+      }
+    });
+
+    it('signing out ends the tokens at once, over HTTP and websockets', async () => {
+      const { browser } = await signUp(t.url, 'wanda');
+      const { access_token: token } = (await (await tokenOf(browser)).json()) as { access_token: string };
+      expect(
+        await queryOverWebsocket(t.url, { Authorization: `Bearer ${token}` }, '{ me { userId } }'),
+      ).toEqual({
+        data: { me: { userId: 'wanda' } },
+      });
+      expect((await browser.request(`${t.url}/api/v1/auth/logout`, { method: 'POST' })).status).toBe(204);
+      const after = await t.gql('{ me { userId } }', {}, `Bearer ${token}`);
+      expect(after.status).toBe(401);
+      expect(after.body.error.code).toBe('UNAUTHENTICATED');
+    });
+
+    it('refuses an expired token and an unknown one', async () => {
+      const { access_token: token } = (await (await tokenOf(uma.browser)).json()) as { access_token: string };
+      expect((await t.gql('{ me { userId } }', {}, `Bearer ${token}`)).status).toBe(200);
+      await t.runtime.orm.em
+        .fork()
+        .getConnection()
+        .execute("update session_tokens set expires_at = now() - interval '1 second'");
+      expect((await t.gql('{ me { userId } }', {}, `Bearer ${token}`)).status).toBe(401);
+      expect((await t.gql('{ me { userId } }', {}, `Bearer mps_${'x'.repeat(43)}`)).status).toBe(401);
     });
   });
 

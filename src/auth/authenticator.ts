@@ -5,7 +5,7 @@ import type { User } from '../users/user.entity';
 import type { UserService } from '../users/user.service';
 import type { ApiKeyService } from './api-key.service';
 import type { Principal } from './principal';
-import type { SessionService } from './session.service';
+import { SESSION_TOKEN_PREFIX, type SessionService } from './session.service';
 import type { TokenVerifier } from './token-verifier';
 
 export interface Credentials {
@@ -46,6 +46,7 @@ export class Authenticator {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw new AppError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"');
     const token = match[1];
+    if (token.startsWith(SESSION_TOKEN_PREFIX)) return this.fromSessionToken(token);
     return isUuid(token) ? this.fromApiKey(token) : this.fromUserToken(token);
   }
 
@@ -74,6 +75,20 @@ export class Authenticator {
       credential,
       apiKeyId: null,
       isAdmin: this.config.adminSubjects.includes(user.subject),
+    };
+  }
+
+  /** Never cached, like API keys: signing out must end the web app's tokens at once. */
+  private async fromSessionToken(value: string): Promise<Principal> {
+    const token = await this.sessions.byToken(value);
+    if (!token) throw new AppError('UNAUTHENTICATED', 'unknown or expired session token: get a new one');
+    const { user } = token.session;
+    return {
+      user,
+      team: token.team,
+      credential: 'session_token',
+      apiKeyId: null,
+      isAdmin: !token.team && this.config.adminSubjects.includes(user.subject),
     };
   }
 

@@ -1,4 +1,5 @@
 import { Router, type CookieOptions, type Request } from 'express';
+import { AppError } from '../common/errors';
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../server/http.helpers';
 import type { Services } from '../server/services';
@@ -15,6 +16,25 @@ const tokensJson = (t: LoginTokens) => ({
   id_token: t.idToken,
   token_type: 'Bearer',
 });
+
+const prefersHtml = (req: Request) => req.accepts(['application/json', 'text/html']) === 'text/html';
+
+/**
+ * Only the web app's own pages may turn the session cookie into a token: a request from another
+ * site (fetch metadata, Origin) or without the custom header that no form or simple request can
+ * send is refused before the cookie is even read.
+ */
+function refuseCrossSite(req: Request, publicUrl: string): void {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin')
+    throw new AppError('FORBIDDEN', 'session tokens are only given to pages of this service');
+  const origin = req.get('origin');
+  const sameHost = () => URL.canParse(origin!) && new URL(origin!).host === req.get('host');
+  if (origin !== undefined && origin !== new URL(publicUrl).origin && !sameHost())
+    throw new AppError('FORBIDDEN', 'session tokens are only given to pages of this service');
+  if (!req.get('x-requested-with'))
+    throw new AppError('FORBIDDEN', 'send the X-Requested-With header (the web app does)');
+}
 
 /** A JSON body's field, when there is a JSON object body. */
 const bodyField = (req: Request, name: string): unknown =>
@@ -38,8 +58,8 @@ export function loginRoutes(config: Config, { login, authenticator }: Services):
     const callbackPath = `/api/${version}/auth/callback`;
 
     router.get(`/api/${version}/auth/login`, async (req, res) => {
-      const browser = req.accepts(['application/json', 'text/html']) === 'text/html';
-      const { loginUrl, binding } = await login.start({ version, browser });
+      const browser = prefersHtml(req);
+      const { loginUrl, binding } = await login.start({ version, browser, returnTo: req.query.return_to });
       if (!binding) return sendJson(req, res, 200, { login_url: loginUrl });
       res.cookie(BINDING_COOKIE, binding, { ...cookie(callbackPath), maxAge: LOGIN_ATTEMPT_TTL_MS });
       res.redirect(302, loginUrl);
@@ -47,13 +67,15 @@ export function loginRoutes(config: Config, { login, authenticator }: Services):
 
     router.get(callbackPath, async (req, res) => {
       res.clearCookie(BINDING_COOKIE, cookie(callbackPath));
-      const { tokens, sessionCookie } = await login.callback({
+      const { tokens, sessionCookie, returnTo } = await login.callback({
         version,
         query: req.query as Record<string, unknown>,
         binding: readCookie(req, BINDING_COOKIE),
       });
       res.cookie(SESSION_COOKIE, sessionCookie, { ...cookie(), maxAge: config.sessionTtlSeconds * 1000 });
       res.setHeader('Cache-Control', 'no-store');
+      // A person lands in the web app (signed in by the cookie); an API client gets the tokens.
+      if (prefersHtml(req)) return res.redirect(303, returnTo ?? '/');
       sendJson(req, res, 200, tokensJson(tokens));
     });
   }
@@ -62,6 +84,22 @@ export function loginRoutes(config: Config, { login, authenticator }: Services):
     const tokens = await login.refresh({ refreshToken: bodyField(req, 'refresh_token') });
     res.setHeader('Cache-Control', 'no-store');
     sendJson(req, res, 200, tokensJson(tokens));
+  });
+
+  // The web app's access token, from its session cookie (docs/web-app.md says why this is safe).
+  router.post('/api/v1/auth/token', async (req, res) => {
+    refuseCrossSite(req, config.publicUrl);
+    const token = await login.sessionToken({
+      cookie: readCookie(req, SESSION_COOKIE),
+      teamId: bodyField(req, 'team_id'),
+    });
+    res.setHeader('Cache-Control', 'no-store');
+    sendJson(req, res, 200, {
+      access_token: token.accessToken,
+      token_type: 'Bearer',
+      expires_in: Math.max(0, Math.floor((token.expiresAt.getTime() - Date.now()) / 1000)),
+      team_id: token.teamId,
+    });
   });
 
   router.post('/api/v1/auth/logout', async (req, res) => {

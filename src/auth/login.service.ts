@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../common/errors';
+import type { TeamService } from '../teams/team.service';
 import type { UserService } from '../users/user.service';
 import type { IdentityProviderClient, ProviderTokens } from './oidc.client';
 import { randomToken, sha256, type SessionService } from './session.service';
@@ -23,6 +24,27 @@ export interface CallbackResult {
   tokens: LoginTokens;
   /** The `auth_session` cookie's value. */
   sessionCookie: string;
+  /** Where the login's starter asked the browser to go back to. */
+  returnTo: string | null;
+}
+
+const MAX_RETURN_TO = 2048;
+
+/**
+ * A `return_to` must be a path of this service, so the login flow is no open redirect: no scheme,
+ * no host (`//evil`, `/\\evil`), no control characters, and resolving it keeps our origin.
+ */
+export function checkReturnTo(publicUrl: string, value: unknown): string | null {
+  if (value === undefined || value === null || value === '') return null;
+  const refuse = () => AppError.validation({ return_to: 'must be a path of this service, such as /jobs' });
+  if (typeof value !== 'string' || value.length > MAX_RETURN_TO) throw refuse();
+  // eslint-disable-next-line no-control-regex
+  if (!value.startsWith('/') || /^\/[/\\]/.test(value) || /[\\\u0000-\u001f\u007f]/.test(value))
+    throw refuse();
+  const base = new URL(publicUrl);
+  const url = new URL(value, base);
+  if (url.origin !== base.origin) throw refuse();
+  return `${url.pathname}${url.search}${url.hash}`;
 }
 
 /**
@@ -37,6 +59,7 @@ export class LoginService {
     private readonly verifier: TokenVerifier,
     private readonly users: UserService,
     private readonly sessions: SessionService,
+    private readonly teams: TeamService,
   ) {}
 
   /**
@@ -46,7 +69,9 @@ export class LoginService {
   async start(input: {
     version: LoginVersion;
     browser: boolean;
+    returnTo?: unknown;
   }): Promise<{ loginUrl: string; binding: string | null }> {
+    const returnTo = checkReturnTo(this.publicUrl, input.returnTo);
     const state = randomToken();
     const nonce = randomToken();
     const codeVerifier = randomToken();
@@ -64,6 +89,7 @@ export class LoginService {
       codeVerifier,
       redirectUri,
       bindingHash: binding ? sha256(binding) : null,
+      returnTo,
     });
     return { loginUrl, binding };
   }
@@ -97,7 +123,11 @@ export class LoginService {
     });
     const user = await this.users.upsertFromClaims(await this.claimsOf(tokens), { complete: true });
     const sessionCookie = await this.sessions.open(user, tokens.refreshToken);
-    return { tokens: loginTokens(tokens, tokens.refreshToken ?? ''), sessionCookie };
+    return {
+      tokens: loginTokens(tokens, tokens.refreshToken ?? ''),
+      sessionCookie,
+      returnTo: attempt.returnTo,
+    };
   }
 
   /** New tokens for a refresh token of a live session; the session keeps the rotated one. */
@@ -117,6 +147,25 @@ export class LoginService {
       await this.sessions.rotate(session, tokens.refreshToken);
     }
     return loginTokens(tokens, tokens.refreshToken ?? refreshToken);
+  }
+
+  /**
+   * A short-lived access token for the web app, from its `auth_session` cookie: acting as the user,
+   * or as `teamId` when the user is one of its members (another team looks missing).
+   */
+  async sessionToken(input: {
+    cookie?: string;
+    teamId?: unknown;
+  }): Promise<{ accessToken: string; expiresAt: Date; teamId: string | null }> {
+    const session = await this.sessions.byCookie(input.cookie);
+    let teamId: string | null = null;
+    if (input.teamId !== undefined && input.teamId !== null) {
+      const membership = await this.teams.membership(session.user.id, input.teamId);
+      if (!membership) throw AppError.notFound('team');
+      teamId = membership.team.id;
+    }
+    const { value, expiresAt } = await this.sessions.issueToken(session, teamId);
+    return { accessToken: value, expiresAt, teamId };
   }
 
   /** Ends the session of the cookie and/or of the refresh token; ending none is not an error. */

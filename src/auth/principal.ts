@@ -17,10 +17,11 @@ export interface Principal {
   /** Set when the credential is a team's organisation token. */
   team: Team | null;
   /**
-   * `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. `service`: the
-   * service reading on an owner's behalf (`actingAs`), never a request's.
+   * `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. `session_token`: an
+   * access token the web app got from its session, acting as the user or one of the user's teams.
+   * `service`: the service reading on an owner's behalf (`actingAs`), never a request's.
    */
-  credential: 'user_token' | 'api_key' | 'session' | 'service';
+  credential: 'user_token' | 'api_key' | 'session' | 'session_token' | 'service';
   apiKeyId: string | null;
   isAdmin: boolean;
 }

@@ -1,5 +1,6 @@
 import { Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import { Team } from '../teams/team.entity';
 import { User } from '../users/user.entity';
 
 /**
@@ -47,6 +48,31 @@ export class LoginAttempt {
   /** SHA-256 of the binding cookie set on the browser that started the flow (none for API clients). */
   @Property({ type: 'text', nullable: true })
   bindingHash: string | null = null;
+
+  /** A path of this service the browser goes back to after the callback (checked at the start). */
+  @Property({ type: 'text', nullable: true })
+  returnTo: string | null = null;
+
+  @Index()
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+}
+
+/**
+ * A short-lived access token the web app got from its session (`POST /api/v1/auth/token`), acting
+ * as the user or as one of the user's teams. Only its SHA-256 is stored; ending the session ends it.
+ */
+@Entity({ tableName: 'session_tokens' })
+export class SessionToken {
+  @PrimaryKey({ type: 'text' })
+  tokenHash!: string;
+
+  @ManyToOne(() => LoginSession, { deleteRule: 'cascade' })
+  @Index()
+  session!: LoginSession;
+
+  @ManyToOne(() => Team, { deleteRule: 'cascade', nullable: true })
+  team: Team | null = null;
 
   @Index()
   @Property({ type: 'datetime' })

@@ -1,14 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../common/errors';
+import { TeamMember } from '../teams/team.entity';
 import type { User } from '../users/user.entity';
-import { LoginAttempt, LoginSession } from './session.entity';
+import { LoginAttempt, LoginSession, SessionToken } from './session.entity';
 import { sweeper } from './sweeper';
 
 export const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 export const randomToken = () => randomBytes(32).toString('base64url');
 
 const SWEEP_INTERVAL_MS = 5 * 60_000;
+/** Marks the web app's session tokens, so the authenticator knows where to look them up. */
+export const SESSION_TOKEN_PREFIX = 'mps_';
 /** How long a started login may take to come back to the callback. */
 export const LOGIN_ATTEMPT_TTL_MS = 10 * 60_000;
 
@@ -19,9 +22,11 @@ export class SessionService {
   constructor(
     private readonly orm: MikroORM,
     private readonly ttlSeconds: number,
+    private readonly tokenTtlSeconds: number,
   ) {
     this.sweep = sweeper(SWEEP_INTERVAL_MS, async () => {
       const em = this.orm.em.fork();
+      await em.nativeDelete(SessionToken, { expiresAt: { $lt: new Date() } });
       await em.nativeDelete(LoginSession, { expiresAt: { $lt: new Date() } });
       await em.nativeDelete(LoginAttempt, { expiresAt: { $lt: new Date() } });
     });
@@ -67,6 +72,40 @@ export class SessionService {
     if (where.cookie) await em.nativeDelete(LoginSession, { idHash: sha256(where.cookie) });
     if (where.refreshToken)
       await em.nativeDelete(LoginSession, { refreshTokenHash: sha256(where.refreshToken) });
+  }
+
+  /**
+   * A short-lived access token of a live session, acting as its user or as `team` (membership is
+   * checked by the caller). It never outlives the session. Only its hash is kept.
+   */
+  async issueToken(
+    session: LoginSession,
+    teamId: string | null,
+  ): Promise<{ value: string; expiresAt: Date }> {
+    this.sweep();
+    const value = `${SESSION_TOKEN_PREFIX}${randomToken()}`;
+    const expiresAt = new Date(
+      Math.min(Date.now() + this.tokenTtlSeconds * 1000, session.expiresAt.getTime()),
+    );
+    const em = this.orm.em.fork();
+    em.create(SessionToken, { tokenHash: sha256(value), session: session.id, team: teamId, expiresAt });
+    await em.flush();
+    return { value, expiresAt };
+  }
+
+  /** The live token of a value, with its session's user and its team; null when unknown or expired. */
+  async byToken(value: string): Promise<SessionToken | null> {
+    const now = new Date();
+    const em = this.orm.em.fork();
+    const token = await em.findOne(
+      SessionToken,
+      { tokenHash: sha256(value), expiresAt: { $gt: now }, session: { expiresAt: { $gt: now } } },
+      { populate: ['session.user', 'team'] },
+    );
+    // Acting as a team lasts only while the user is still one of its members.
+    if (token?.team && !(await em.count(TeamMember, { team: token.team.id, user: token.session.user.id })))
+      return null;
+    return token;
   }
 
   /** Keeps what the callback must check until the flow returns (LOGIN_ATTEMPT_TTL_MS at most). */

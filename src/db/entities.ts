@@ -1,7 +1,7 @@
 import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
-import { LoginAttempt, LoginSession } from '../auth/session.entity';
+import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
 import {
   BridgeApiKey,
   BridgeUser,
@@ -46,6 +46,7 @@ export const entities = [
   Matterbridge,
   LoginFailure,
   MediaStorageInterval,
+  SessionToken,
   // issue 18: webhooks, stored log lines
   JobLogBatch,
   WebhookSecret,

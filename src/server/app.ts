@@ -24,6 +24,7 @@ import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError
 import type { Logger } from '../common/logger';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
+import { webAppRoutes } from './web-app';
 import { Loaders } from './loaders';
 import {
   drain,
@@ -124,6 +125,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   // The CDN path: public like a bucket; ids are unguessable and only live files are served.
   app.use(mediaFileRoutes(services.media));
   if (config.graphqlIde) app.use(graphiqlRoutes());
+  app.use(webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }));
 
   app.use(jsonBodies(config.maxBodyBytes));
 
@@ -211,11 +213,14 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
           ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) }
           : undefined,
       onConnect: async (ctx) => {
-        const params = ctx.connectionParams ?? {};
+        // Header names are case-insensitive; GraphiQL sends its headers pane as typed.
+        const params = Object.fromEntries(
+          Object.entries(ctx.connectionParams ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+        );
         const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
         const credentials: Credentials = {
-          authorization: str(params.authorization ?? params.Authorization),
-          apiKey: str(params[config.apiKeyHeader] ?? params.apiKey),
+          authorization: str(params.authorization),
+          apiKey: str(params[config.apiKeyHeader] ?? params.apikey),
         };
         try {
           ctx.extra.principal = await services.authenticator.authenticate(credentials);

@@ -18,7 +18,13 @@ const page = (endpoint: string) => `<!doctype html>
   <script src="/graphql-ide/react-dom.production.min.js"></script>
   <script src="/graphql-ide/graphiql.min.js"></script>
   <script>
-    const fetcher = GraphiQL.createFetcher({ url: ${JSON.stringify(endpoint)} });
+    // Subscriptions go over graphql-ws on the same path; the fetcher passes the headers pane's
+    // values (Authorization or the API key header) as the socket's connectionParams.
+    const endpoint = new URL(${JSON.stringify(endpoint)}, location.href);
+    const fetcher = GraphiQL.createFetcher({
+      url: endpoint.href,
+      subscriptionUrl: endpoint.href.replace(/^http/, 'ws'),
+    });
     ReactDOM.createRoot(document.getElementById('graphiql')).render(
       React.createElement(GraphiQL, { fetcher, defaultEditorToolsVisibility: true, headerEditorEnabled: true,
         defaultHeaders: '{\\n  "Authorization": "Bearer <token from npm run token -- <username>>"\\n}' }),

@@ -38,7 +38,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
-  const sessions = new SessionService(orm, config.sessionTtlSeconds);
+  const sessions = new SessionService(orm, config.sessionTtlSeconds, config.sessionTokenTtlSeconds);
   const authenticator = new Authenticator(config, verifier, users, apiKeys, sessions);
   const identityProvider = openIdClient({
     issuer: verifier.issuer,
@@ -49,7 +49,7 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
     audience: config.oidcAudience,
     timeoutSeconds: config.oidcTimeoutSeconds,
   });
-  const login = new LoginService(config.publicUrl, identityProvider, verifier, users, sessions);
+  const login = new LoginService(config.publicUrl, identityProvider, verifier, users, sessions, teams);
   const media = new MediaService(
     orm,
     storage,

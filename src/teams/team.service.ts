@@ -40,13 +40,16 @@ export class TeamService {
     return { ...page, items: page.items.map((m) => ({ team: m.team, role: m.role })) };
   }
 
+  /** A user's membership in a team (with the team), or null; a malformed id finds nothing. */
+  async membership(userId: string, teamId: unknown): Promise<TeamMember | null> {
+    if (!isUuid(teamId)) return null;
+    return this.orm.em.fork().findOne(TeamMember, { team: teamId, user: userId }, { populate: ['team'] });
+  }
+
   /** The membership of the principal's user in a team, or 404 (a foreign team looks missing). */
   async requireRole(principal: Principal, teamId: string, roles: TeamRole[]): Promise<TeamMember> {
     requireUserToken(principal, 'act for another team');
-    const em = this.orm.em.fork();
-    const membership = isUuid(teamId)
-      ? await em.findOne(TeamMember, { team: teamId, user: principal.user.id }, { populate: ['team'] })
-      : null;
+    const membership = await this.membership(principal.user.id, teamId);
     if (!membership) throw AppError.notFound('team');
     if (!roles.includes(membership.role))
       throw new AppError('FORBIDDEN', `only a team ${roles.join(' or ')} can do this`);

@@ -45,6 +45,8 @@ export async function startTestApp(
     SHUTDOWN_TIMEOUT_MS: '5000',
     // Fixed, so that apps started on the same DATA_DIR and database read each other's secrets.
     BRIDGE_SECRET_KEY: '0'.repeat(64),
+    // No web app build unless a test brings one (test/web-app.test.ts).
+    WEB_DIR: path.join(dataDir, 'web'),
     ...env,
   });
   const runtime = await startRuntime(config, createLogger(config.logLevel), { onQuery: opts.onQuery });

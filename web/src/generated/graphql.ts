@@ -1,0 +1,792 @@
+/** Internal type. DO NOT USE DIRECTLY. */
+type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
+/** Internal type. DO NOT USE DIRECTLY. */
+export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+export type CreateApiKeyInput = {
+  name: string;
+  /** Makes the key an organisation token of this team. */
+  teamId?: string | number | null | undefined;
+};
+
+export type CreateDeploymentInput = {
+  /** Argument name -> value (int, float, string, or a media id for a file argument). */
+  args?: Record<string, unknown> | null | undefined;
+  /** Cancel the job if it has not ended after this duration, queue time included (30s, 5m, 1h30m). */
+  cancelAfter?: string | null | undefined;
+  modelId: string | number;
+  name: string;
+  /** An https URL to POST its jobs to as events happen, signed (docs/webhooks.md). */
+  webhook?: string | null | undefined;
+  /** Default: COMPLETED only. */
+  webhookEventsFilter?: Array<WebhookEvent> | null | undefined;
+};
+
+/** QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELED; never back. */
+export type JobStatus =
+  | 'CANCELED'
+  | 'FAILED'
+  | 'QUEUED'
+  | 'RUNNING'
+  | 'STARTING'
+  | 'SUCCEEDED';
+
+export type LogStream =
+  | 'STDERR'
+  | 'STDOUT';
+
+export type MediaFilterInput = {
+  /** Leaves out assets carrying any of these tags. */
+  excludeTags?: Array<string> | null | undefined;
+  /** Assets carrying any of these tags. */
+  tags?: Array<string> | null | undefined;
+  type?: MediaType | null | undefined;
+};
+
+/** SOURCE_ASSET: uploaded; TARGET_ASSET: written by a job. */
+export type MediaType =
+  | 'SOURCE_ASSET'
+  | 'TARGET_ASSET';
+
+export type ModelFilterInput = {
+  /** Only the viewer's own models. */
+  mine?: boolean | null | undefined;
+  /** Models carrying any of these tags. */
+  tags?: Array<string> | null | undefined;
+};
+
+export type TeamRole =
+  | 'MEMBER'
+  | 'OWNER';
+
+/** START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended. */
+export type WebhookEvent =
+  | 'COMPLETED'
+  | 'LOGS'
+  | 'OUTPUT'
+  | 'START';
+
+export type ViewerQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type ViewerQuery = { me: { id: string, userId: string, username: string, name: string | null, email: string | null, teamId: string | null, isAdmin: boolean }, teams: { nodes: Array<{ id: string, name: string, role: TeamRole }> } };
+
+export type CreateTeamMutationVariables = Exact<{
+  name: string;
+}>;
+
+
+export type CreateTeamMutation = { createTeam: { id: string, name: string, role: TeamRole } };
+
+export type ApiKeyRowFragment = { id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null };
+
+export type ApiKeysQueryVariables = Exact<{
+  teamId?: string | number | null | undefined;
+}>;
+
+
+export type ApiKeysQuery = { apiKeys: { nodes: Array<{ id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null }> } };
+
+export type CreateApiKeyMutationVariables = Exact<{
+  input: CreateApiKeyInput;
+}>;
+
+
+export type CreateApiKeyMutation = { createApiKey: { value: string, apiKey: { id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } } };
+
+export type RevokeApiKeyMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type RevokeApiKeyMutation = { revokeApiKey: { id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } };
+
+export type JobRowFragment = { id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null };
+
+export type JobListQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type JobListQuery = { jobs: { nodes: Array<{ id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
+
+export type JobEventsSubscriptionVariables = Exact<{ [key: string]: never; }>;
+
+
+export type JobEventsSubscription = { jobs: { id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null } };
+
+export type JobDetailFragment = { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, model: { id: string, name: string } | null };
+
+export type JobPageQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type JobPageQuery = { job: { logTail: string, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, model: { id: string, name: string } | null } };
+
+export type JobWatchSubscriptionVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type JobWatchSubscription = { jobUpdated: { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, model: { id: string, name: string } | null } };
+
+export type JobLogsSubscriptionVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type JobLogsSubscription = { jobLogs: { line: string, stream: LogStream } };
+
+export type CancelJobMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type CancelJobMutation = { cancelJob: { id: string, status: JobStatus } };
+
+export type RunDeploymentMutationVariables = Exact<{
+  input: CreateDeploymentInput;
+}>;
+
+
+export type RunDeploymentMutation = { createDeployment: { id: string, job: { id: string } } };
+
+export type MediaItemFragment = { id: string, url: string, imageName: string, contentType: string, size: number, tags: Array<string>, type: MediaType, createdAt: string };
+
+export type MediaListQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: MediaFilterInput | null | undefined;
+}>;
+
+
+export type MediaListQuery = { media: { nodes: Array<{ id: string, url: string, imageName: string, contentType: string, size: number, tags: Array<string>, type: MediaType, createdAt: string }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
+
+export type UpdateMediaTagsMutationVariables = Exact<{
+  id: string | number;
+  tags: Array<string> | string;
+}>;
+
+
+export type UpdateMediaTagsMutation = { updateMediaTags: { id: string, url: string, imageName: string, contentType: string, size: number, tags: Array<string>, type: MediaType, createdAt: string } };
+
+export type DeleteMediaMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type DeleteMediaMutation = { deleteMedia: string };
+
+export type ModelCardFragment = { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean };
+
+export type ModelListQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+  filter?: ModelFilterInput | null | undefined;
+}>;
+
+
+export type ModelListQuery = { models: { nodes: Array<{ id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
+
+export type ModelRunFormQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ModelRunFormQuery = { model: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean, args: Array<{ name: string, type: string, description: string | null, example: string | null, min: number | null, max: number | null, optional: boolean }> } };
+
+export type LikeModelMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type LikeModelMutation = { likeModel: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean } };
+
+export type UnlikeModelMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type UnlikeModelMutation = { unlikeModel: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean } };
+
+export type FollowModelMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type FollowModelMutation = { followModel: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean } };
+
+export type UnfollowModelMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type UnfollowModelMutation = { unfollowModel: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean } };
+
+export type MonthUsageQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type MonthUsageQuery = { usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeAmount: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { gbMonths: string, amount: string } } };
+
+export class TypedDocumentString<TResult, TVariables>
+  extends String
+  implements DocumentTypeDecoration<TResult, TVariables>
+{
+  __apiType?: NonNullable<DocumentTypeDecoration<TResult, TVariables>['__apiType']>;
+  private value: string;
+  public __meta__?: Record<string, any> | undefined;
+
+  constructor(value: string, __meta__?: Record<string, any> | undefined) {
+    super(value);
+    this.value = value;
+    this.__meta__ = __meta__;
+  }
+
+  override toString(): string & DocumentTypeDecoration<TResult, TVariables> {
+    return this.value;
+  }
+}
+export const ApiKeyRowFragmentDoc = new TypedDocumentString(`
+    fragment ApiKeyRow on ApiKey {
+  id
+  name
+  teamId
+  createdAt
+  lastUsedAt
+  revokedAt
+}
+    `, {"fragmentName":"ApiKeyRow"}) as unknown as TypedDocumentString<ApiKeyRowFragment, unknown>;
+export const JobRowFragmentDoc = new TypedDocumentString(`
+    fragment JobRow on Job {
+  id
+  status
+  createdAt
+  updatedAt
+  deployment {
+    id
+    name
+  }
+  model {
+    id
+    name
+  }
+}
+    `, {"fragmentName":"JobRow"}) as unknown as TypedDocumentString<JobRowFragment, unknown>;
+export const JobDetailFragmentDoc = new TypedDocumentString(`
+    fragment JobDetail on Job {
+  ...JobRow
+  startedAt
+  finishedAt
+  queueSeconds
+  runSeconds
+  error
+  exitCode
+  result
+  transitions {
+    from
+    to
+    at
+  }
+  outputs {
+    id
+    url
+    contentType
+    imageName
+    size
+  }
+  deployment {
+    id
+    name
+    args
+    modelId
+  }
+}
+    fragment JobRow on Job {
+  id
+  status
+  createdAt
+  updatedAt
+  deployment {
+    id
+    name
+  }
+  model {
+    id
+    name
+  }
+}`, {"fragmentName":"JobDetail"}) as unknown as TypedDocumentString<JobDetailFragment, unknown>;
+export const MediaItemFragmentDoc = new TypedDocumentString(`
+    fragment MediaItem on MediaAsset {
+  id
+  url
+  imageName
+  contentType
+  size
+  tags
+  type
+  createdAt
+}
+    `, {"fragmentName":"MediaItem"}) as unknown as TypedDocumentString<MediaItemFragment, unknown>;
+export const ModelCardFragmentDoc = new TypedDocumentString(`
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}
+    `, {"fragmentName":"ModelCard"}) as unknown as TypedDocumentString<ModelCardFragment, unknown>;
+export const ViewerDocument = new TypedDocumentString(`
+    query Viewer {
+  me {
+    id
+    userId
+    username
+    name
+    email
+    teamId
+    isAdmin
+  }
+  teams(first: 100) {
+    nodes {
+      id
+      name
+      role
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ViewerQuery, ViewerQueryVariables>;
+export const CreateTeamDocument = new TypedDocumentString(`
+    mutation CreateTeam($name: String!) {
+  createTeam(input: {name: $name}) {
+    id
+    name
+    role
+  }
+}
+    `) as unknown as TypedDocumentString<CreateTeamMutation, CreateTeamMutationVariables>;
+export const ApiKeysDocument = new TypedDocumentString(`
+    query ApiKeys($teamId: ID) {
+  apiKeys(first: 100, teamId: $teamId) {
+    nodes {
+      ...ApiKeyRow
+    }
+  }
+}
+    fragment ApiKeyRow on ApiKey {
+  id
+  name
+  teamId
+  createdAt
+  lastUsedAt
+  revokedAt
+}`) as unknown as TypedDocumentString<ApiKeysQuery, ApiKeysQueryVariables>;
+export const CreateApiKeyDocument = new TypedDocumentString(`
+    mutation CreateApiKey($input: CreateApiKeyInput!) {
+  createApiKey(input: $input) {
+    value
+    apiKey {
+      ...ApiKeyRow
+    }
+  }
+}
+    fragment ApiKeyRow on ApiKey {
+  id
+  name
+  teamId
+  createdAt
+  lastUsedAt
+  revokedAt
+}`) as unknown as TypedDocumentString<CreateApiKeyMutation, CreateApiKeyMutationVariables>;
+export const RevokeApiKeyDocument = new TypedDocumentString(`
+    mutation RevokeApiKey($id: ID!) {
+  revokeApiKey(id: $id) {
+    ...ApiKeyRow
+  }
+}
+    fragment ApiKeyRow on ApiKey {
+  id
+  name
+  teamId
+  createdAt
+  lastUsedAt
+  revokedAt
+}`) as unknown as TypedDocumentString<RevokeApiKeyMutation, RevokeApiKeyMutationVariables>;
+export const JobListDocument = new TypedDocumentString(`
+    query JobList($first: Int, $after: String) {
+  jobs(first: $first, after: $after) {
+    nodes {
+      ...JobRow
+    }
+    pageInfo {
+      endCursor
+      hasNextPage
+    }
+  }
+}
+    fragment JobRow on Job {
+  id
+  status
+  createdAt
+  updatedAt
+  deployment {
+    id
+    name
+  }
+  model {
+    id
+    name
+  }
+}`) as unknown as TypedDocumentString<JobListQuery, JobListQueryVariables>;
+export const JobEventsDocument = new TypedDocumentString(`
+    subscription JobEvents {
+  jobs {
+    ...JobRow
+  }
+}
+    fragment JobRow on Job {
+  id
+  status
+  createdAt
+  updatedAt
+  deployment {
+    id
+    name
+  }
+  model {
+    id
+    name
+  }
+}`) as unknown as TypedDocumentString<JobEventsSubscription, JobEventsSubscriptionVariables>;
+export const JobPageDocument = new TypedDocumentString(`
+    query JobPage($id: ID!) {
+  job(id: $id) {
+    ...JobDetail
+    logTail
+  }
+}
+    fragment JobRow on Job {
+  id
+  status
+  createdAt
+  updatedAt
+  deployment {
+    id
+    name
+  }
+  model {
+    id
+    name
+  }
+}
+fragment JobDetail on Job {
+  ...JobRow
+  startedAt
+  finishedAt
+  queueSeconds
+  runSeconds
+  error
+  exitCode
+  result
+  transitions {
+    from
+    to
+    at
+  }
+  outputs {
+    id
+    url
+    contentType
+    imageName
+    size
+  }
+  deployment {
+    id
+    name
+    args
+    modelId
+  }
+}`) as unknown as TypedDocumentString<JobPageQuery, JobPageQueryVariables>;
+export const JobWatchDocument = new TypedDocumentString(`
+    subscription JobWatch($id: ID!) {
+  jobUpdated(id: $id) {
+    ...JobDetail
+  }
+}
+    fragment JobRow on Job {
+  id
+  status
+  createdAt
+  updatedAt
+  deployment {
+    id
+    name
+  }
+  model {
+    id
+    name
+  }
+}
+fragment JobDetail on Job {
+  ...JobRow
+  startedAt
+  finishedAt
+  queueSeconds
+  runSeconds
+  error
+  exitCode
+  result
+  transitions {
+    from
+    to
+    at
+  }
+  outputs {
+    id
+    url
+    contentType
+    imageName
+    size
+  }
+  deployment {
+    id
+    name
+    args
+    modelId
+  }
+}`) as unknown as TypedDocumentString<JobWatchSubscription, JobWatchSubscriptionVariables>;
+export const JobLogsDocument = new TypedDocumentString(`
+    subscription JobLogs($id: ID!) {
+  jobLogs(id: $id) {
+    line
+    stream
+  }
+}
+    `) as unknown as TypedDocumentString<JobLogsSubscription, JobLogsSubscriptionVariables>;
+export const CancelJobDocument = new TypedDocumentString(`
+    mutation CancelJob($id: ID!) {
+  cancelJob(id: $id) {
+    id
+    status
+  }
+}
+    `) as unknown as TypedDocumentString<CancelJobMutation, CancelJobMutationVariables>;
+export const RunDeploymentDocument = new TypedDocumentString(`
+    mutation RunDeployment($input: CreateDeploymentInput!) {
+  createDeployment(input: $input) {
+    id
+    job {
+      id
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<RunDeploymentMutation, RunDeploymentMutationVariables>;
+export const MediaListDocument = new TypedDocumentString(`
+    query MediaList($first: Int, $after: String, $filter: MediaFilterInput) {
+  media(first: $first, after: $after, filter: $filter) {
+    nodes {
+      ...MediaItem
+    }
+    pageInfo {
+      endCursor
+      hasNextPage
+    }
+  }
+}
+    fragment MediaItem on MediaAsset {
+  id
+  url
+  imageName
+  contentType
+  size
+  tags
+  type
+  createdAt
+}`) as unknown as TypedDocumentString<MediaListQuery, MediaListQueryVariables>;
+export const UpdateMediaTagsDocument = new TypedDocumentString(`
+    mutation UpdateMediaTags($id: ID!, $tags: [String!]!) {
+  updateMediaTags(id: $id, tags: $tags) {
+    ...MediaItem
+  }
+}
+    fragment MediaItem on MediaAsset {
+  id
+  url
+  imageName
+  contentType
+  size
+  tags
+  type
+  createdAt
+}`) as unknown as TypedDocumentString<UpdateMediaTagsMutation, UpdateMediaTagsMutationVariables>;
+export const DeleteMediaDocument = new TypedDocumentString(`
+    mutation DeleteMedia($id: ID!) {
+  deleteMedia(id: $id)
+}
+    `) as unknown as TypedDocumentString<DeleteMediaMutation, DeleteMediaMutationVariables>;
+export const ModelListDocument = new TypedDocumentString(`
+    query ModelList($first: Int, $after: String, $filter: ModelFilterInput) {
+  models(first: $first, after: $after, filter: $filter) {
+    nodes {
+      ...ModelCard
+    }
+    pageInfo {
+      endCursor
+      hasNextPage
+    }
+  }
+}
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}`) as unknown as TypedDocumentString<ModelListQuery, ModelListQueryVariables>;
+export const ModelRunFormDocument = new TypedDocumentString(`
+    query ModelRunForm($id: ID!) {
+  model(id: $id) {
+    ...ModelCard
+    args {
+      name
+      type
+      description
+      example
+      min
+      max
+      optional
+    }
+  }
+}
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}`) as unknown as TypedDocumentString<ModelRunFormQuery, ModelRunFormQueryVariables>;
+export const LikeModelDocument = new TypedDocumentString(`
+    mutation LikeModel($id: ID!) {
+  likeModel(id: $id) {
+    ...ModelCard
+  }
+}
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}`) as unknown as TypedDocumentString<LikeModelMutation, LikeModelMutationVariables>;
+export const UnlikeModelDocument = new TypedDocumentString(`
+    mutation UnlikeModel($id: ID!) {
+  unlikeModel(id: $id) {
+    ...ModelCard
+  }
+}
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}`) as unknown as TypedDocumentString<UnlikeModelMutation, UnlikeModelMutationVariables>;
+export const FollowModelDocument = new TypedDocumentString(`
+    mutation FollowModel($id: ID!) {
+  followModel(id: $id) {
+    ...ModelCard
+  }
+}
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}`) as unknown as TypedDocumentString<FollowModelMutation, FollowModelMutationVariables>;
+export const UnfollowModelDocument = new TypedDocumentString(`
+    mutation UnfollowModel($id: ID!) {
+  unfollowModel(id: $id) {
+    ...ModelCard
+  }
+}
+    fragment ModelCard on Model {
+  id
+  name
+  description
+  tags
+  version
+  builtin
+  likeCount
+  followCount
+  runCount
+  viewerLikes
+  viewerFollows
+}`) as unknown as TypedDocumentString<UnfollowModelMutation, UnfollowModelMutationVariables>;
+export const MonthUsageDocument = new TypedDocumentString(`
+    query MonthUsage {
+  usage(granularity: DAY) {
+    currency
+    total
+    period {
+      start
+      end
+    }
+    series {
+      start
+      computeAmount
+      storageAmount
+      total
+    }
+    models {
+      modelId
+      name
+      jobs
+      seconds
+      amount
+    }
+    storage {
+      gbMonths
+      amount
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<MonthUsageQuery, MonthUsageQueryVariables>;

@@ -1,0 +1,221 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { gql, messageOf } from '../api/graphql';
+import { onReconnect, subscribe } from '../api/live';
+import {
+  CancelJobDocument,
+  JobLogsDocument,
+  JobPageDocument,
+  JobWatchDocument,
+  RunDeploymentDocument,
+  type JobDetailFragment,
+} from '../generated/graphql';
+import { Link, navigate } from '../router';
+import { bytes, ErrorNote, isTerminal, Loading, seconds, StatusBadge, statusWord, when } from '../ui/common';
+
+/** Text and JSON results are shown inline up to this size; larger ones are downloaded. */
+const INLINE_LIMIT = 256 * 1024;
+
+/** One job: its state history and times, its log as it is printed, its result; cancel, run again. */
+export function JobPage({ id }: { id: string }) {
+  const [job, setJob] = useState<JobDetailFragment | null>(null);
+  const [log, setLog] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const logRef = useRef<HTMLPreElement>(null);
+
+  const read = useCallback(async () => {
+    try {
+      const { job: j } = await gql(JobPageDocument, { id });
+      setJob(j);
+      setLog(j.logTail);
+      setError('');
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }, [id]);
+
+  useEffect(() => {
+    setJob(null);
+    setLog('');
+    // Subscribe first, then read: nothing printed in between is missed (a line may show twice).
+    const stopWatch = subscribe(JobWatchDocument, { id }, ({ jobUpdated }) => setJob(jobUpdated), setError);
+    const stopLogs = subscribe(JobLogsDocument, { id }, ({ jobLogs }) =>
+      setLog((l) => `${l}${jobLogs.line}\n`),
+    );
+    const stopReconnect = onReconnect(() => void read());
+    void read();
+    return () => {
+      stopWatch();
+      stopLogs();
+      stopReconnect();
+    };
+  }, [id, read]);
+
+  useEffect(() => {
+    const el = logRef.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  }, [log]);
+
+  const cancel = async () => {
+    setBusy(true);
+    try {
+      const { cancelJob } = await gql(CancelJobDocument, { id });
+      setJob((j) => (j ? { ...j, status: cancelJob.status } : j));
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const runAgain = async () => {
+    if (!job) return;
+    setBusy(true);
+    try {
+      const { createDeployment } = await gql(RunDeploymentDocument, {
+        input: { name: job.deployment.name, modelId: job.deployment.modelId, args: job.deployment.args },
+      });
+      navigate(`/jobs/${createDeployment.job.id}`);
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!job)
+    return (
+      <section>
+        <p>
+          <Link href="/">← Jobs</Link>
+        </p>
+        {error ? <ErrorNote>{error}</ErrorNote> : <Loading what="the job" />}
+      </section>
+    );
+
+  return (
+    <section aria-labelledby="job-title">
+      <p>
+        <Link href="/">← Jobs</Link>
+      </p>
+      <div className="page-head">
+        <h1 id="job-title">{job.deployment.name}</h1>
+        <StatusBadge status={job.status} />
+      </div>
+      <p className="muted">
+        {job.model ? <Link href={`/models/${job.model.id}`}>{job.model.name}</Link> : 'deleted model'} · job{' '}
+        {job.id}
+      </p>
+      <ErrorNote>{error}</ErrorNote>
+      <div className="actions">
+        {!isTerminal(job.status) ? (
+          <button type="button" onClick={cancel} disabled={busy}>
+            Cancel job
+          </button>
+        ) : null}
+        <button type="button" onClick={runAgain} disabled={busy || !job.model}>
+          Run again
+        </button>
+      </div>
+
+      <div className="columns">
+        <div>
+          <h2>History</h2>
+          <ol className="history" aria-label="State history">
+            {job.transitions.map((t) => (
+              <li key={`${t.to}-${t.at}`}>
+                <StatusBadge status={t.to} /> <time dateTime={t.at}>{when(t.at)}</time>
+              </li>
+            ))}
+          </ol>
+          <dl className="facts">
+            <dt>Created</dt>
+            <dd>{when(job.createdAt)}</dd>
+            <dt>Started</dt>
+            <dd>{when(job.startedAt)}</dd>
+            <dt>Finished</dt>
+            <dd>{when(job.finishedAt)}</dd>
+            <dt>Queued for</dt>
+            <dd>{seconds(job.queueSeconds)}</dd>
+            <dt>Ran for</dt>
+            <dd>{seconds(job.runSeconds)}</dd>
+            {job.exitCode !== null ? (
+              <>
+                <dt>Exit code</dt>
+                <dd>{job.exitCode}</dd>
+              </>
+            ) : null}
+          </dl>
+          <h2>Arguments</h2>
+          <pre className="json">{JSON.stringify(job.deployment.args, null, 2)}</pre>
+        </div>
+        <div>
+          <h2>Result</h2>
+          {job.error ? <p className="error">{job.error}</p> : null}
+          {job.status === 'SUCCEEDED' ? (
+            <Result job={job} />
+          ) : (
+            <p className="muted">
+              {isTerminal(job.status) ? 'No result.' : `The job is ${statusWord(job.status)}.`}
+            </p>
+          )}
+          <h2>Log</h2>
+          <pre className="log" ref={logRef} tabIndex={0} aria-label="Job log" aria-live="polite">
+            {log || '(nothing printed yet)'}
+          </pre>
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function Result({ job }: { job: JobDetailFragment }) {
+  return (
+    <div className="result">
+      {job.result !== null && job.result !== undefined ? (
+        <pre className="json" aria-label="Result JSON">
+          {JSON.stringify(job.result, null, 2)}
+        </pre>
+      ) : null}
+      {job.outputs.map((o) => (
+        <figure key={o.id} className="output">
+          {o.contentType.startsWith('image/') ? (
+            <img src={o.url} alt={`Result ${o.imageName}`} />
+          ) : /^(text\/|application\/json)/.test(o.contentType) && o.size <= INLINE_LIMIT ? (
+            <TextFile url={o.url} />
+          ) : null}
+          <figcaption>
+            <a href={o.url} download={o.imageName}>
+              Download {o.imageName}
+            </a>{' '}
+            <span className="muted">
+              {o.contentType}, {bytes(o.size)}
+            </span>
+          </figcaption>
+        </figure>
+      ))}
+      {job.outputs.length === 0 && (job.result === null || job.result === undefined) ? (
+        <p className="muted">The job wrote no files.</p>
+      ) : null}
+    </div>
+  );
+}
+
+function TextFile({ url }: { url: string }) {
+  const [text, setText] = useState<string | null>(null);
+  useEffect(() => {
+    const ctl = new AbortController();
+    fetch(url, { signal: ctl.signal })
+      .then((r) => (r.ok ? r.text() : Promise.reject(new Error(String(r.status)))))
+      .then((t) => {
+        try {
+          setText(JSON.stringify(JSON.parse(t), null, 2));
+        } catch {
+          setText(t);
+        }
+      })
+      .catch(() => setText(null));
+    return () => ctl.abort();
+  }, [url]);
+  return text === null ? null : <pre className="json">{text}</pre>;
+}
