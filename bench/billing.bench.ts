@@ -5,11 +5,11 @@
  * month's jobs and the month's machine-seconds summed in one plain SQL statement.
  */
 import { Client } from 'pg';
-import { median, printTable, startService } from './lib';
+import { median, printTable, setting, startService } from './lib';
 
-const JOBS = Number(process.env.BENCH_JOBS ?? 1_000_000);
-const FILES = Number(process.env.BENCH_FILES ?? 100_000);
-const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const JOBS = setting('BENCH_JOBS', 1_000_000, 2_000);
+const FILES = setting('BENCH_FILES', 100_000, 200);
+const RUNS = setting('BENCH_RUNS', 15, 2);
 const MONTH = {
   from: '2025-06-01',
   to: '2025-06-30',

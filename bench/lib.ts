@@ -1,15 +1,34 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
 import { createLogger } from '../src/common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded-postgres';
+import { Client } from 'pg';
 
 /** The compiled project root (bench runs from dist/bench). */
 export const distRoot = path.resolve(__dirname, '..');
+
+/**
+ * Smoke mode (`npm run bench -- <name> --smoke`, which CI runs): every benchmark runs end to end
+ * on tiny sizes in seconds, so none rots; its figures mean nothing and nothing is judged.
+ */
+export const SMOKE = process.argv.includes('--smoke') || process.env.BENCH_SMOKE === '1';
+
+/** A numeric setting: the environment's value, else the smoke or the full default. */
+export function setting(name: string, full: number, smoke: number): number {
+  const v = process.env[name];
+  return v !== undefined ? Number(v) : SMOKE ? smoke : full;
+}
+
+/** The one-minute load average, to print beside every figure (the machine is shared). */
+export function load(): number {
+  return os.loadavg()[0];
+}
 
 export async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -64,6 +83,16 @@ export async function startChild(script: string, env: Record<string, string>, po
   };
 }
 
+/** CPU time a process has used so far (user + system), in milliseconds. */
+export function cpuMsOf(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+/** Linux's USER_HZ, 100 on every common platform. */
+const CLOCK_TICKS = 100;
+
 /** Resident memory of a process, in bytes. */
 export function rssOf(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -104,9 +133,22 @@ export interface ServiceUnderTest {
   stop(): Promise<void>;
 }
 
-export async function startService(env: Record<string, string> = {}): Promise<ServiceUnderTest> {
+export async function startService(
+  env: Record<string, string> = {},
+  opts: { preload?: string[] } = {},
+): Promise<ServiceUnderTest> {
   const dataDir = await tempDir('bench-data-');
-  const db = await startEmbeddedPostgres(path.join(dataDir, 'pg'), createLogger('warn'));
+  const pgDir = path.join(dataDir, 'pg');
+  let db = await startEmbeddedPostgres(pgDir, createLogger('warn'));
+  if (opts.preload?.length) {
+    // Extensions that must be loaded at start (pg_stat_statements counts statements per request).
+    const admin = new Client({ connectionString: db.url });
+    await admin.connect();
+    await admin.query(`alter system set shared_preload_libraries = '${opts.preload.join(',')}'`);
+    await admin.end();
+    await db.stop();
+    db = await startEmbeddedPostgres(pgDir, createLogger('warn'));
+  }
   const port = await freePort();
   const service = await startChild(
     'src/main.js',
@@ -137,9 +179,62 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
 }
 
 export function printTable(title: string, rows: Record<string, string | number>[]): void {
+  if (!rows.length) return;
   console.log(`\n## ${title}\n`);
   const cols = Object.keys(rows[0]);
   console.log(`| ${cols.join(' | ')} |`);
   console.log(`| ${cols.map(() => '---').join(' | ')} |`);
   for (const r of rows) console.log(`| ${cols.map((c) => r[c]).join(' | ')} |`);
+}
+
+/** Streams a multipart upload of `size` bytes (a PNG signature, then filler) from one reused buffer. */
+export function upload(
+  url: string,
+  headers: Record<string, string>,
+  size: number,
+  name = 'big.png',
+): Promise<{ seconds: number; body: string }> {
+  // As curl sends it (browsers use a similar 38-character one); busboy's search skips by its length.
+  const boundary = '------------------------a1b2c3d4e5f60718';
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n` +
+      'Content-Type: image/png\r\n\r\n',
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const block = Buffer.alloc(Math.min(MiB, Math.max(size, 8)), 7);
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(block);
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const req = http.request(url, {
+      method: 'POST',
+      headers: {
+        ...headers,
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': String(head.length + size + tail.length),
+      },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200 && res.statusCode !== 201)
+          return reject(new Error(`upload answered ${res.statusCode}: ${body}`));
+        resolve({ seconds: Number(process.hrtime.bigint() - started) / 1e9, body });
+      });
+    });
+    let sent = 0;
+    const pump = () => {
+      while (sent < size) {
+        const n = Math.min(block.length, size - sent);
+        sent += n;
+        if (!req.write(n === block.length ? block : block.subarray(0, n)))
+          return void req.once('drain', pump);
+      }
+      req.end(tail);
+    };
+    req.write(head);
+    pump();
+  });
 }

@@ -1,19 +1,26 @@
-/** `npm run bench -- <name>`: runs one benchmark of bench/ and prints its ratios. */
+/**
+ * `npm run bench -- <name> [--smoke]`: runs one benchmark of bench/ (or `all`) and prints its
+ * ratios. `--smoke` runs it in seconds on tiny sizes, only to prove it still works (CI does).
+ */
 import 'reflect-metadata';
 import * as billing from './billing.bench';
 import * as jobs from './jobs.bench';
+import * as list from './list.bench';
 import * as media from './media.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { media, jobs, billing };
+const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, billing };
 
 async function main() {
-  const name = process.argv[2];
-  const bench = name ? benchmarks[name] : undefined;
-  if (!bench) {
-    console.error(`usage: npm run bench -- <${Object.keys(benchmarks).join('|')}>`);
+  const name = process.argv.slice(2).find((a) => !a.startsWith('--'));
+  const chosen = name === 'all' ? Object.keys(benchmarks) : name && benchmarks[name] ? [name] : [];
+  if (!chosen.length) {
+    console.error(`usage: npm run bench -- <${[...Object.keys(benchmarks), 'all'].join('|')}> [--smoke]`);
     process.exit(2);
   }
-  await bench.run();
+  for (const n of chosen) {
+    console.log(`\n# ${n}`);
+    await benchmarks[n].run();
+  }
 }
 
 main().then(

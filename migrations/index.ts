@@ -9,6 +9,7 @@ import { Migration20261122215726_jobs } from './Migration20261122215726_jobs';
 import { Migration20261122220235_job_outputs } from './Migration20261122220235_job_outputs';
 import { Migration20261122220821_billing } from './Migration20261122220821_billing';
 import { Migration20261123213559_web_sessions } from './Migration20261123213559_web_sessions';
+import { Migration20261123220024_persisted_documents } from './Migration20261123220024_persisted_documents';
 import { Migration20261123220204_retries_webhooks } from './Migration20261123220204_retries_webhooks';
 import { Migration20261123222036_idempotency_keys } from './Migration20261123222036_idempotency_keys';
 
@@ -23,6 +24,7 @@ export const migrationsList = [
   { name: 'Migration20261122220235_job_outputs', class: Migration20261122220235_job_outputs },
   { name: 'Migration20261122220821_billing', class: Migration20261122220821_billing },
   { name: 'Migration20261123213559_web_sessions', class: Migration20261123213559_web_sessions },
+  { name: 'Migration20261123220024_persisted_documents', class: Migration20261123220024_persisted_documents },
   { name: 'Migration20261123220204_retries_webhooks', class: Migration20261123220204_retries_webhooks },
   { name: 'Migration20261123222036_idempotency_keys', class: Migration20261123222036_idempotency_keys },
 ];

@@ -18,7 +18,7 @@ const mediaItem = (m: RestMediaFragment) => ({
   status: m.status.toLowerCase(),
   tags: m.tags,
   type: m.type.toLowerCase(),
-  upload_date: goTime(new Date(m.createdAt)),
+  upload_date: goTime(m.createdAt),
 });
 
 /** `?tags=a,b` as a list; absent or empty means no filter. */

@@ -48,7 +48,7 @@ const modelJson = (m: RestModelFragment) => ({
   version: m.version,
   run_count: m.runCount,
   tags: m.tags,
-  updated_at: goTime(new Date(m.updatedAt)),
+  updated_at: goTime(m.updatedAt),
 });
 
 /** Legacy body field -> GraphQL input field. `id`, `classification`, `run_count`, `updated_at` are read-only. */

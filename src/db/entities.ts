@@ -18,6 +18,7 @@ import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
+import { PersistedDocument } from '../documents/document.entity';
 
 /** Every entity of the service; each module appends its own here. */
 export const entities = [
@@ -46,6 +47,7 @@ export const entities = [
   Matterbridge,
   LoginFailure,
   MediaStorageInterval,
+  PersistedDocument,
   SessionToken,
   // issue 18: webhooks, stored log lines
   JobLogBatch,

@@ -5,6 +5,7 @@ import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
+import { readByIds } from '../db/rows';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
@@ -259,8 +260,9 @@ export class DeploymentService {
     return assertOwned(deployment, principal, 'deployment');
   }
 
+  /** Deployments by id, as plain read-only rows (the loader of every job list's `deployment`). */
   async byIds(ids: readonly string[]): Promise<Deployment[]> {
-    return this.orm.em.fork().find(Deployment, { id: { $in: [...ids] } });
+    return readByIds(this.orm, Deployment, ids);
   }
 
   /**

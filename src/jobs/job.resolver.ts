@@ -1,8 +1,10 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import {
   Arg,
   Ctx,
   FieldResolver,
   ID,
+  Info,
   Int,
   Mutation,
   Query,
@@ -19,7 +21,7 @@ import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
 import { ModelType } from '../models/model.types';
 import type { RequestContext } from '../server/context';
-import { CurrentPrincipal, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, selects, toConnection } from '../server/graphql.helpers';
 import { byId, freshLoadersPerEvent, groupedBy } from '../server/loaders';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';
@@ -49,15 +51,28 @@ export class JobResolver {
   @Query(() => JobConnection, { description: "The owner's jobs, newest first." })
   async jobs(
     @CurrentPrincipal() principal: Principal,
+    @Ctx() ctx: RequestContext,
+    @Info() info: GraphQLResolveInfo,
     @Arg('filter', () => JobFilterInput, { nullable: true }) filter?: JobFilterInput,
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
+    // The models and deployments the query asks for come in the list's own statement, and
+    // wait in the loaders for the field resolvers below.
+    const nested = {
+      model: selects(info, 'nodes.model', 'edges.node.model'),
+      deployment: selects(info, 'nodes.deployment', 'edges.node.deployment'),
+    };
     const page = await this.service.list(
       principal,
       { status: filter?.status as JobStatus | undefined, modelId: filter?.modelId },
       { first, after },
+      nested,
     );
+    for (const job of page.items) {
+      if (nested.deployment) this.deploymentLoader(ctx).prime(job.deployment.id, job.deployment);
+      if (job.model !== undefined) this.modelLoader(ctx).prime(job.modelId, job.model);
+    }
     return toConnection(page, (j) => this.view(j), encodeCursor);
   }
 
@@ -118,16 +133,21 @@ export class JobResolver {
 
   @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })
   async model(@Root() job: JobType, @Ctx() ctx: RequestContext) {
-    const m = await byId(ctx.loaders, 'models.byId', (ids) => this.models.byIds(ids)).load(job.modelId);
+    const m = await this.modelLoader(ctx).load(job.modelId);
     return m && ModelType.from(m);
   }
 
   @FieldResolver(() => DeploymentType)
   async deployment(@Root() job: JobType, @Ctx() ctx: RequestContext) {
-    const d = await byId(ctx.loaders, 'deployments.byId', (ids) => this.deployments.byIds(ids)).load(
-      job.deploymentId,
-    );
-    return DeploymentType.from(d!);
+    return DeploymentType.from((await this.deploymentLoader(ctx).load(job.deploymentId))!);
+  }
+
+  private modelLoader(ctx: RequestContext) {
+    return byId(ctx.loaders, 'models.byId', (ids) => this.models.byIds(ids));
+  }
+
+  private deploymentLoader(ctx: RequestContext) {
+    return byId(ctx.loaders, 'deployments.byId', (ids) => this.deployments.byIds(ids));
   }
 
   @FieldResolver(() => [MediaAssetType], { description: 'The files it wrote, as media assets.' })

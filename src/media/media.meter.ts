@@ -1,11 +1,14 @@
-import { createHash } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { AppError } from '../common/errors';
+import { StreamHash } from './media.hasher';
 
-/** Counts and hashes bytes on their way to storage; fails as soon as they pass the limit. */
+/**
+ * Counts and hashes bytes on their way to storage; fails as soon as they pass the limit. The
+ * hash runs on a worker thread (StreamHash), overlapped with the parsing and the disk write.
+ */
 export class Meter extends Transform {
   bytes = 0;
-  private readonly hash = createHash('sha256');
+  private readonly hash = new StreamHash();
 
   constructor(private readonly limit: number) {
     super({ highWaterMark: 1024 * 1024 });
@@ -17,12 +20,22 @@ export class Meter extends Transform {
       done(new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${this.limit} bytes`));
       return;
     }
-    this.hash.update(chunk);
-    done(null, chunk);
+    this.hash.update(chunk, () => done(null, chunk));
   }
 
-  digest(): string {
-    return this.hash.digest('hex');
+  override _destroy(err: Error | null, done: (err: Error | null) => void): void {
+    if (err) this.hash.drop();
+    done(err);
+  }
+
+  /** The hex SHA-256 of every byte that passed (once they all have). */
+  digest(): Promise<string> {
+    return this.hash.digest();
+  }
+
+  /** The hash will not be asked for (the upload failed). */
+  discard(): void {
+    this.hash.drop();
   }
 }
 

@@ -2,9 +2,10 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { pipeline, type Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
+import { rowReader } from '../db/rows';
 import { isUuid } from '../common/ids';
 import type { Logger } from '../common/logger';
-import { decodeCursor, encodeCursor, pageSize, type Page, type PageArgs } from '../common/pagination';
+import { sqlPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
 import type { ByteRange, Storage } from '../storage/storage.port';
 import { MediaAsset, storageKey, type MediaType } from './media.entity';
@@ -134,7 +135,7 @@ export class MediaService {
       em.assign(asset, {
         status: job ? 'uploading' : 'live',
         size: meter.bytes,
-        sha256: meter.digest(),
+        sha256: await meter.digest(),
         tags,
         createdAt: new Date(),
       });
@@ -142,6 +143,7 @@ export class MediaService {
       return asset;
     } catch (err) {
       whole.destroy();
+      meter.discard();
       await this.discard(asset).catch((e) =>
         this.log.error({ err: e, id: asset.id }, 'upload cleanup failed'),
       );
@@ -153,36 +155,18 @@ export class MediaService {
   async list(principal: Principal, filter: MediaFilter, args: PageArgs): Promise<Page<MediaAsset>> {
     const include = normaliseTags(filter.tags, 'tags');
     const exclude = normaliseTags(filter.excludeTags, 'excludeTags');
-    const limit = pageSize(args.first);
     const owner = ownerOf(principal);
     // The busiest read of the service, written as SQL: building it through the ORM cost more
-    // than running it. Same keyset order and indexes as findPage; rows are plain, read-only data.
-    const where = ['owner_type = ?', 'owner_id = ?', `status = 'live'`];
-    const params: unknown[] = [owner.type, owner.id];
-    const and = (condition: string, value: unknown) => {
-      where.push(condition);
-      params.push(value);
-    };
-    if (filter.type) and('type = ?', filter.type);
-    if (include.length) and('tags && ?::text[]', textArray(include));
-    if (exclude.length) and('not (tags && ?::text[])', textArray(exclude));
-    if (args.after) {
-      const { createdAt, id } = decodeCursor(args.after);
-      where.push('(created_at, id) < (?, ?)');
-      params.push(createdAt, id);
-    }
-    const rows: MediaRow[] = await this.orm.em
-      .fork()
-      .execute(
-        `select * from media_assets where ${where.join(' and ')} order by created_at desc, id desc limit ?`,
-        [...params, limit + 1],
-      );
-    const items = rows.slice(0, limit).map(assetOfRow);
-    return {
-      items,
-      hasNextPage: rows.length > limit,
-      endCursor: items.length ? encodeCursor(items[items.length - 1]) : null,
-    };
+    // than running it. Rows are plain, read-only data.
+    const conditions: [string, ...unknown[]][] = [
+      ['owner_type = ?', owner.type],
+      ['owner_id = ?', owner.id],
+      [`status = 'live'`],
+    ];
+    if (filter.type) conditions.push(['type = ?', filter.type]);
+    if (include.length) conditions.push(['tags && ?::text[]', textArray(include)]);
+    if (exclude.length) conditions.push(['not (tags && ?::text[])', textArray(exclude)]);
+    return sqlPage(this.orm.em.fork(), 'media_assets', conditions, args, rowReader(this.orm, MediaAsset));
   }
 
   async get(principal: Principal, id: string): Promise<MediaAsset> {
@@ -290,29 +274,6 @@ export class MediaService {
     await this.storage.delete(storageKey(asset));
     await this.orm.em.fork().nativeDelete(MediaAsset, { id: asset.id });
   }
-}
-
-type MediaRow = Record<string, unknown> & { size: string | number };
-
-/** A media_assets row as the entity's (read-only) shape. */
-function assetOfRow(r: MediaRow): MediaAsset {
-  return {
-    id: r.id,
-    ownerType: r.owner_type,
-    ownerId: r.owner_id,
-    type: r.type,
-    status: r.status,
-    imageName: r.image_name,
-    extension: r.extension,
-    contentType: r.content_type,
-    size: Number(r.size),
-    sha256: r.sha256,
-    tags: r.tags,
-    jobId: r.job_id,
-    // Raw rows carry times as text: the ORM's driver leaves date parsing to the ORM.
-    createdAt: new Date(r.created_at as string),
-    updatedAt: new Date(r.updated_at as string),
-  } as MediaAsset;
 }
 
 /** A PostgreSQL text[] literal (every element quoted, so commas and braces in tags are data). */

@@ -11,6 +11,7 @@ import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
+import { readByIds } from '../db/rows';
 import { Model, ModelFollow, ModelLike, type ModelReaction } from './model.entity';
 import { checkDefinition, type ModelDefinitionInput } from './model.validation';
 
@@ -77,9 +78,9 @@ export class ModelService {
     return this.find(this.orm.em.fork(), id);
   }
 
-  /** Models by id (for DataLoaders); deleted ones are simply absent. */
+  /** Models by id (for DataLoaders), as plain read-only rows; deleted ones are simply absent. */
   async byIds(ids: readonly string[]): Promise<Model[]> {
-    return this.orm.em.fork().find(Model, { id: { $in: [...ids] } });
+    return readByIds(this.orm, Model, ids);
   }
 
   /** The catalogue, newest first. The tag filter is an array overlap (`&&`) served by a GIN index. */

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -22,8 +26,10 @@ import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
 import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from './context';
 import { graphiqlRoutes } from './graphiql';
+import { compiledGateway } from './graphql.executor';
 import { webAppRoutes } from './web-app';
 import { Loaders } from './loaders';
 import {
@@ -65,6 +71,10 @@ function formatGraphQLError(log: Logger) {
     if (original === undefined || original === null || (original as Error).name === 'GraphQLError') {
       // Parse, validation and variable errors: the request's fault. Keep graphql's message.
       const code = formatted.extensions?.code;
+      // Persisted-query clients (Apollo Client, urql, ...) recognise these codes: they then send
+      // the whole document along with its hash.
+      if (code === 'PERSISTED_QUERY_NOT_FOUND' || code === 'PERSISTED_QUERY_NOT_SUPPORTED')
+        return { message: formatted.message, extensions: { code } };
       return { ...formatted, extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' } };
     }
     const { error: appError, unexpected } = toAppError(original);
@@ -101,6 +111,9 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   const schema = buildAppSchema(services);
   const app = express();
   app.disable('x-powered-by');
+  // API answers are not conditional GETs: hashing every body for an ETag was pure cost. (Files
+  // under /media carry their SHA-256 as a strong ETag, set by their own route.)
+  app.set('etag', false);
   app.set('trust proxy', 'loopback');
   const server = http.createServer(app);
 
@@ -132,7 +145,10 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   const contextOf = (req: Request, res: Response): RequestContext => ({
     requestId: res.locals.requestId,
     principal: (res.locals.principal as Principal | null) ?? null,
-    log: req.log ?? log,
+    // The request's logger is made only if a resolver logs.
+    get log() {
+      return req.log ?? log;
+    },
     loaders: new Loaders(),
     live: services.live,
   });
@@ -164,15 +180,27 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     blockFieldSuggestion: { enabled: config.nodeEnv === 'production' },
   }).protect();
   const apollo = new ApolloServer<RequestContext>({
-    schema,
+    // Apollo's executor hook: operations run compiled (graphql-jit), cached per parsed document.
+    gateway: compiledGateway(schema),
     introspection: config.graphqlIntrospection,
     allowBatchedHttpRequests: false,
     // main.ts owns the signals and drains HTTP before Apollo stops.
     stopOnTerminationSignals: false,
     parseOptions: { maxTokens: 2000 },
+    // Automatic persisted queries: a client sends a document's SHA-256 instead of the document
+    // once it is known, in any process of the service (the cache is PostgreSQL's).
+    persistedQueries: { cache: new PgDocumentCache(orm), ttl: null },
     includeStacktraceInErrorResponses: false,
     validationRules: armor.validationRules,
-    plugins: [...armor.plugins, ApolloServerPluginLandingPageDisabled(), statusPlugin],
+    plugins: [
+      ...armor.plugins,
+      ApolloServerPluginLandingPageDisabled(),
+      // The service sets no cache hints, and the default plugin wraps every field resolver to
+      // look for them; no federation either (inline traces).
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      statusPlugin,
+    ],
     formatError: formatGraphQLError(log),
   });
   await apollo.start();

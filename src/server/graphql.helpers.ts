@@ -1,3 +1,4 @@
+import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import { createParameterDecorator, Field, ObjectType, type ClassType } from 'type-graphql';
 import { requirePrincipal, type Principal } from '../auth/principal';
 import type { Page } from '../common/pagination';
@@ -65,4 +66,38 @@ export function toConnection<T, U>(
     },
     pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
   };
+}
+
+/** The fields called `name` of a selection set, through inline and named fragments. */
+function fieldsNamed(
+  set: SelectionSetNode | undefined,
+  name: string,
+  fragments: GraphQLResolveInfo['fragments'],
+): FieldNode[] {
+  const out: FieldNode[] = [];
+  for (const s of set?.selections ?? []) {
+    if (s.kind === Kind.FIELD) {
+      if (s.name.value === name) out.push(s);
+    } else {
+      const inner = s.kind === Kind.INLINE_FRAGMENT ? s.selectionSet : fragments[s.name.value]?.selectionSet;
+      out.push(...fieldsNamed(inner, name, fragments));
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether the operation asks for `path` below the field being resolved (say `nodes.model` under a
+ * connection), so that a list can read what its items' fields will need in the same statement.
+ * `@skip`/`@include` are not looked at: at worst a column is read for nothing.
+ */
+export function selects(info: GraphQLResolveInfo, ...paths: string[]): boolean {
+  return paths.some((path) => {
+    let nodes: readonly FieldNode[] = info.fieldNodes;
+    for (const name of path.split('.')) {
+      nodes = nodes.flatMap((n) => fieldsNamed(n.selectionSet, name, info.fragments));
+      if (!nodes.length) return false;
+    }
+    return true;
+  });
 }

@@ -56,8 +56,29 @@ export function requestIds(): RequestHandler {
   };
 }
 
-/** JSON request logs carrying the request id; health probes are not logged. */
+/**
+ * JSON request logs carrying the request id; health probes are not logged. Above `info` (where
+ * pino-http would log only failed requests) the per-request logger and its serialisers cost more
+ * than the request: `req.log` is then made on first use, and only 5xx answers are logged.
+ */
 export function requestLogs(log: Logger): RequestHandler {
+  if (!log.isLevelEnabled('info')) {
+    return (req, res, next) => {
+      let child: Logger | undefined;
+      Object.defineProperty(req, 'log', {
+        configurable: true,
+        get: () => (child ??= log.child({ reqId: res.locals.requestId })),
+      });
+      res.once('finish', () => {
+        if (res.statusCode >= 500)
+          req.log.error(
+            { req: { method: req.method, url: req.originalUrl }, res: { statusCode: res.statusCode } },
+            'request errored',
+          );
+      });
+      next();
+    };
+  }
   return pinoHttp({
     logger: log,
     genReqId: (_req, res) => res.locals?.requestId ?? randomUUID(),
