@@ -51,8 +51,10 @@ export class WebhookDeliverer {
 
   /** The `logs` throttle task: one message about a running job's latest lines (an ended job's `completed` message has them). */
   private async logs(jobId: string): Promise<void> {
+    // FOR SHARE waits for a transition under way and re-reads the status after it, so a `logs`
+    // message is never recorded after the job's `completed` one.
     await this.orm.em.fork().execute(
-      `with src as (select * from jobs where id = ? and status in ('queued', 'starting', 'running')),
+      `with src as (select * from jobs where id = ? and status in ('queued', 'starting', 'running') for share),
        ${enqueueDeliveriesSql('l', 'src', `'{logs}'::text[]`)}
        select count(*) from l_go`,
       [jobId],
