@@ -171,7 +171,7 @@ describe('webhooks and retries across kill -9 of the service', () => {
     const auth = `Bearer ${await issuer.token('erin')}`;
     let call = api(services.at(-1)!.port, auth);
     const secret = (await call('GET', '/api/v1/webhooks/default/secret')).body.key as string;
-    receiver.answer({ hang: true });
+    receiver.answer('/hang', { hang: true });
     const model = await call('POST', '/api/v1/models', {
       name: 'argv',
       container: 'local',

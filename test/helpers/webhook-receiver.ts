@@ -18,13 +18,14 @@ export interface Received {
 }
 
 /**
- * A webhook receiver on a real port: records every request, answers each with the next planned
- * behaviour (200 when none is left), and checks signatures with its own implementation of
+ * A webhook receiver on a real port: records every request, answers each with the next behaviour
+ * planned for its path (200 when none is left; per path, so a late request of another test
+ * cannot take a plan), and checks signatures with its own implementation of
  * Standard Webhooks (below), independent of the service's signer.
  */
 export class WebhookReceiver {
   readonly received: Received[] = [];
-  private plan: Behaviour[] = [];
+  private readonly plans = new Map<string, Behaviour[]>();
   private readonly waiters: (() => void)[] = [];
   private readonly hanging = new Set<http.ServerResponse>();
 
@@ -45,9 +46,9 @@ export class WebhookReceiver {
     return `http://127.0.0.1:${this.port}${path}`;
   }
 
-  /** The next requests' answers, in order. */
-  answer(...behaviours: Behaviour[]): void {
-    this.plan.push(...behaviours);
+  /** The answers of the next requests to `path`, in order. */
+  answer(path: string, ...behaviours: Behaviour[]): void {
+    this.plans.set(path, [...(this.plans.get(path) ?? []), ...behaviours]);
   }
 
   /** Requests to `path`. */
@@ -81,10 +82,11 @@ export class WebhookReceiver {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const behaviour = this.plan.shift() ?? { status: 200 };
+      const path = req.url ?? '';
+      const behaviour = this.plans.get(path)?.shift() ?? { status: 200 };
       const record: Received = {
         at: Date.now(),
-        path: req.url ?? '',
+        path,
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         answered: 'hang' in behaviour ? null : behaviour.status,
