@@ -10,8 +10,10 @@ import { Migration20261122220235_job_outputs } from './Migration20261122220235_j
 import { Migration20261122220821_billing } from './Migration20261122220821_billing';
 import { Migration20261123213559_web_sessions } from './Migration20261123213559_web_sessions';
 import { Migration20261123220024_persisted_documents } from './Migration20261123220024_persisted_documents';
-import { Migration20261123220204_retries_webhooks } from './Migration20261123220204_retries_webhooks';
-import { Migration20261123222036_idempotency_keys } from './Migration20261123222036_idempotency_keys';
+import { Migration20261123221725_rate_limits } from './Migration20261123221725_rate_limits';
+import { Migration20261123232021_jobs_queued_index } from './Migration20261123232021_jobs_queued_index';
+import { Migration20261124000204_retries_webhooks } from './Migration20261124000204_retries_webhooks';
+import { Migration20261124002036_idempotency_keys } from './Migration20261124002036_idempotency_keys';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -25,6 +27,8 @@ export const migrationsList = [
   { name: 'Migration20261122220821_billing', class: Migration20261122220821_billing },
   { name: 'Migration20261123213559_web_sessions', class: Migration20261123213559_web_sessions },
   { name: 'Migration20261123220024_persisted_documents', class: Migration20261123220024_persisted_documents },
-  { name: 'Migration20261123220204_retries_webhooks', class: Migration20261123220204_retries_webhooks },
-  { name: 'Migration20261123222036_idempotency_keys', class: Migration20261123222036_idempotency_keys },
+  { name: 'Migration20261123221725_rate_limits', class: Migration20261123221725_rate_limits },
+  { name: 'Migration20261123232021_jobs_queued_index', class: Migration20261123232021_jobs_queued_index },
+  { name: 'Migration20261124000204_retries_webhooks', class: Migration20261124000204_retries_webhooks },
+  { name: 'Migration20261124002036_idempotency_keys', class: Migration20261124002036_idempotency_keys },
 ];

@@ -7,6 +7,8 @@ import type { JobLogEvent } from '../src/jobs/job.runner';
 import type { JobEvent, JobService } from '../src/jobs/job.service';
 import { isTerminal } from '../src/jobs/job.states';
 import { sendError } from '../src/server/http.helpers';
+import type { ApiDoc } from './route';
+import { enumOf, isoTime, nullable, object, string, uuid } from './schemas';
 
 const PAGE = 500;
 const KEEPALIVE_MS = 15_000;
@@ -72,6 +74,70 @@ class EventWriter {
     return this.res.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 }
+
+const STATUS = enumOf(['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled']);
+
+/**
+ * The stream as OpenAPI 3.1 can say it: a `text/event-stream` string, with the JSON `data` of
+ * each event type in `x-events` (a Media Type Object extension; OpenAPI 3.2's `itemSchema` says
+ * it natively).
+ */
+const eventStream = {
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description:
+          'events `id: <id>`, `event: transition|log`, `data: <JSON>`; `: keepalive` comments every 15 s',
+      },
+      'x-events': {
+        transition: {
+          description: 'the job moved (id `<seq>`)',
+          schema: object({ job_id: uuid, status: STATUS, from: nullable(STATUS), at: isoTime }),
+        },
+        log: {
+          description: 'a line the job printed (id `<seq>.<line>`)',
+          schema: object({
+            job_id: uuid,
+            status: enumOf(['running']),
+            stream: enumOf(['stdout', 'stderr']),
+            line: string,
+          }),
+        },
+      },
+    },
+  },
+};
+
+const resume = {
+  headers: {
+    'Last-Event-ID': { description: 'resume after this event (an EventSource sends it when it reconnects)' },
+  },
+  query: { last_event_id: { description: 'the same, for clients that cannot set headers' } },
+};
+
+/** The event streams in the OpenAPI document (they are served outside the route table). */
+export const jobEventDocs: ApiDoc[] = [
+  {
+    method: 'get',
+    path: '/api/v1/jobs/:id/events',
+    operationId: 'JobEvents',
+    summary: "One job's events as server-sent events: its history, then live until it ends",
+    ...resume,
+    responses: {
+      '200': { description: 'the stream; it ends after the job ended', ...eventStream },
+      '204': { description: 'the job has ended and nothing came after `Last-Event-ID`: stop reconnecting' },
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/v1/jobs/events',
+    operationId: 'AllJobEvents',
+    summary: 'Events of all your jobs as server-sent events, live (from `Last-Event-ID` when given)',
+    ...resume,
+    responses: { '200': { description: 'the stream; it does not end', ...eventStream } },
+  },
+];
 
 /**
  * Server-sent events for REST clients: `GET /api/v1/jobs/{id}/events` (one job: its whole

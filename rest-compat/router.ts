@@ -31,7 +31,9 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
     const compiled = compileQuery(schema, r.document as DocumentNode);
     if (!isCompiledQuery(compiled))
       throw new Error(`${r.method} ${r.path}: ${JSON.stringify(compiled.errors)}`);
+    const operation = r.document.definitions.find((d) => d.kind === 'OperationDefinition')?.name?.value;
     router[r.method](r.path, async (req, res) => {
+      res.locals.graphqlOperation = operation; // named on the request's log line
       const context = contextOf(req, res);
       try {
         const result = await compiled.query(undefined, context, r.variables(req) as Record<string, unknown>);

@@ -15,9 +15,39 @@ import type { Logger } from '../src/common/logger';
 import type { MediaAsset } from '../src/media/media.entity';
 import type { MediaService } from '../src/media/media.service';
 import { sendError, sendJson } from '../src/server/http.helpers';
+import { idempotency, type ApiDoc } from './route';
+import { object, url, uuid } from './schemas';
 
 /** Room for the multipart framing and the small fields around the file. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
+
+export const uploadDoc: ApiDoc = {
+  method: 'post',
+  path: '/uploads/upload',
+  operationId: 'UploadMedia',
+  summary: 'Upload one file (streamed; at most MAX_UPLOAD_BYTES) with optional comma-separated tags',
+  requestBody: {
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: {
+          type: 'object',
+          properties: {
+            file: {
+              type: 'string',
+              contentMediaType: 'application/octet-stream',
+              description: 'any part name',
+            },
+            tags: { type: 'string', description: 'comma-separated tags' },
+          },
+          required: ['file'],
+        },
+      },
+    },
+  },
+  ...idempotency,
+  response: object({ media: object({ id: uuid, url }), base_url: url }),
+};
 
 export interface UploadRouteOptions {
   maxUploadBytes: number;

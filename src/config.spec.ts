@@ -129,6 +129,44 @@ describe('loadConfig', () => {
     expect(loadConfig({ STORAGE: 's3', S3_BUCKET: 'media' }).s3Bucket).toBe('media');
   });
 
+  describe('operability', () => {
+    it('has the documented defaults: no metrics port, no CORS origins, limits per minute', () => {
+      expect(loadConfig({})).toMatchObject({
+        metricsPort: undefined,
+        corsOrigins: [],
+        rateLimitPerMinute: 600,
+        rateLimitUploadsPerMinute: 60,
+        rateLimitDeploymentsPerMinute: 60,
+      });
+    });
+
+    it('reads exact origins and refuses what is not one', () => {
+      expect(
+        loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' }).corsOrigins,
+      ).toEqual(['https://app.example.com', 'http://localhost:5173']);
+      expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+      for (const bad of [
+        'app.example.com',
+        'https://app.example.com/',
+        'https://*.example.com',
+        'ftp://x.org',
+      ])
+        expect(() => loadConfig({ CORS_ORIGINS: bad })).toThrow(/CORS_ORIGINS/);
+    });
+
+    it('reads METRICS_PORT (0: any free port) and limits (0: off)', () => {
+      expect(loadConfig({ METRICS_PORT: '9464', RATE_LIMIT_PER_MINUTE: '0' })).toMatchObject({
+        metricsPort: 9464,
+        rateLimitPerMinute: 0,
+      });
+      expect(loadConfig({ METRICS_PORT: '0' }).metricsPort).toBe(0);
+      expect(() => loadConfig({ METRICS_PORT: 'x' })).toThrow(/METRICS_PORT/);
+      expect(() => loadConfig({ RATE_LIMIT_UPLOADS_PER_MINUTE: '-1' })).toThrow(
+        /RATE_LIMIT_UPLOADS_PER_MINUTE/,
+      );
+    });
+  });
+
   describe('telephony', () => {
     it('has the documented defaults', () => {
       expect(loadConfig({})).toMatchObject({

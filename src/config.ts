@@ -96,6 +96,15 @@ export interface Config {
   webhookTimeoutSeconds: number;
   /** Short tasks (webhook deliveries, deadlines) one worker process runs at once. */
   webhookConcurrency: number;
+  // Operability (docs/operations.md).
+  /** A second port serving /metrics, /healthz and /readyz, for any role; undefined: none. */
+  metricsPort: number | undefined;
+  /** Exact browser origins allowed to call the API; `*` allows any, without credentials. */
+  corsOrigins: readonly string[];
+  /** Requests per principal per minute; 0: no limit. */
+  rateLimitPerMinute: number;
+  rateLimitUploadsPerMinute: number;
+  rateLimitDeploymentsPerMinute: number;
 }
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
@@ -262,6 +271,23 @@ class Parser {
     }
   }
 
+  /** Browser origins (`scheme://host[:port]`, exactly as browsers send them), or `*`. */
+  origins(name: string): string[] {
+    const origins = this.list(name);
+    for (const o of origins) {
+      if (o === '*') continue;
+      let ok: boolean;
+      try {
+        const u = new URL(o);
+        ok = ['http:', 'https:'].includes(u.protocol) && u.origin === o && !o.includes('*');
+      } catch {
+        ok = false;
+      }
+      if (!ok) this.problems.push(`${name}: "${o}" is not an origin such as https://app.example.com`);
+    }
+    return origins;
+  }
+
   list(name: string): string[] {
     return (this.raw(name) ?? '')
       .split(',')
@@ -399,6 +425,11 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     webhookAllowPrivate: webhookAllowPrivate(p),
     webhookTimeoutSeconds: p.int('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
     webhookConcurrency: p.int('WEBHOOK_CONCURRENCY', 4, 1, 256),
+    metricsPort: p.raw('METRICS_PORT') === undefined ? undefined : p.int('METRICS_PORT', 0, 0, 65535),
+    corsOrigins: p.origins('CORS_ORIGINS'),
+    rateLimitPerMinute: p.int('RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
+    rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
+    rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
   };
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
@@ -415,6 +446,17 @@ function webhookAllowPrivate(p: Parser): string[] {
       `WEBHOOK_ALLOW_PRIVATE: expected host:port entries ([v6]:port for IPv6), got ${bad.join(', ')}`,
     );
   return entries;
+}
+
+/** `loadConfig` for entry points (the service, scripts): a bad configuration is printed, exit 2. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(err.message);
+    process.exit(2);
+  }
 }
 
 /** Reads `.env` from the working directory (if present) below the real environment. */

@@ -1,26 +1,33 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig } from './config';
+import { loadConfigOrExit } from './config';
 import { createLogger } from './common/logger';
+import { DatabaseUnreachable } from './db/orm';
 import { startRuntime } from './server/bootstrap';
 
 async function main(): Promise<void> {
-  let config;
+  const config = loadConfigOrExit();
+  const log = createLogger(config.logLevel, { apiKeyHeader: config.apiKeyHeader });
+  let runtime;
   try {
-    config = loadConfig();
+    runtime = await startRuntime(config, log);
   } catch (err) {
-    if (err instanceof ConfigError) {
+    // Said in one line, like a bad configuration: the operator's to fix, not a bug to trace.
+    if (err instanceof DatabaseUnreachable) {
       console.error(err.message);
       process.exit(2);
     }
     throw err;
   }
-  const log = createLogger(config.logLevel);
-  const runtime = await startRuntime(config, log);
   if (config.roles.includes('api')) {
     const port = await runtime.app.listen();
     log.info({ url: config.publicUrl, port, graphql: `${config.publicUrl}/graphql` }, 'API listening');
   }
   if (runtime.bridge) log.info({ port: await runtime.bridge.listen() }, 'chat bridge listening');
+  if (config.metricsPort !== undefined)
+    log.info(
+      { port: await runtime.metricsServer.listen(config.metricsPort, config.host) },
+      'metrics listening',
+    );
 
   let stopping = false;
   const shutdown = async (signal: string) => {

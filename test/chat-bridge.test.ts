@@ -291,6 +291,16 @@ describe('POST /api/v1/matrix/user/login', () => {
     expect((await login('ghost', 'Wrong-password-1')).status).toBe(429);
   });
 
+  it('lets no more than the limit of concurrent wrong attempts through to the password check', async () => {
+    await createUser('judith');
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => login('judith', 'Wrong-password-1', freshIp())),
+    );
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7);
+  });
+
   it('throttles a client address that fails for many usernames', async () => {
     await createUser('heidi');
     const ip = freshIp();

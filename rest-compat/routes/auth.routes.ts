@@ -1,5 +1,6 @@
 import { FetchMetadataDocument } from '../generated/graphql';
 import { route } from '../route';
+import { boolean, isoTime, object, string } from '../schemas';
 
 /**
  * `GET /api/v1/fetch-metadata`: the Identity metadata object of the spec, from `me`. The principal
@@ -11,6 +12,19 @@ export const authRoutes = [
   route({
     method: 'get',
     path: '/api/v1/fetch-metadata',
+    summary: 'Who the `auth_session` cookie of a login session belongs to',
+    response: object({
+      email: string,
+      email_verified: boolean,
+      username: string,
+      phone_number: string,
+      user_id: string,
+      created_at: isoTime,
+      updated_at: isoTime,
+      name: string,
+      nickname: string,
+      picture: string,
+    }),
     document: FetchMetadataDocument,
     variables: () => ({}),
     respond: ({ me }) => ({

@@ -14,11 +14,81 @@ import {
   type RestJobFragment,
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
-import { route } from '../route';
+import { idempotency, route, type QueryParameter } from '../route';
 import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
+import {
+  anything,
+  arrayOf,
+  boolean,
+  enumOf,
+  integer,
+  isoTime,
+  mapOf,
+  nullable,
+  number,
+  object,
+  requestBody,
+  string,
+  url,
+  uuid,
+} from '../schemas';
 
 const STATUSES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled'];
+
+/** An argument value: a number, a string, or a media id for a file argument. */
+const argValue = { type: ['string', 'number'] };
+
+const jobSchema = object({
+  id: uuid,
+  deployment_id: uuid,
+  model_id: uuid,
+  status: enumOf(STATUSES),
+  executor: string,
+  external_id: nullable(string),
+  exit_code: nullable(integer),
+  error: nullable(string),
+  attempt: { ...integer, minimum: 1, description: '1, then 2 for the first automatic retry, ...' },
+  max_retries: { ...integer, description: "the model's automatic retries on infrastructure failures" },
+  retry_of: { ...nullable(uuid), description: 'the job this one runs again' },
+  infrastructure_failure: {
+    ...boolean,
+    description: 'failed because of the infrastructure, not the program',
+  },
+  deadline_at: { ...nullable(isoTime), description: 'canceled if not ended by then (`Cancel-After`)' },
+  created_at: isoTime,
+  started_at: nullable(isoTime),
+  finished_at: nullable(isoTime),
+  queue_seconds: nullable(number),
+  run_seconds: nullable(number),
+  output: object({
+    files: arrayOf(object({ id: uuid, name: string, url, content_type: string, size: integer })),
+    result: { ...anything, description: 'what the program printed as its result (docs/jobs.md)' },
+  }),
+  result_urls: arrayOf(url),
+  log_tail: string,
+});
+
+const deploymentSchema = object({
+  id: uuid,
+  name: string,
+  model_id: uuid,
+  args: mapOf(argValue),
+  source_asset_id: nullable(uuid),
+  target_asset_id: uuid,
+  webhook: nullable(url),
+  webhook_events_filter: arrayOf(enumOf(WEBHOOK_EVENTS)),
+  created_at: isoTime,
+  job: jobSchema,
+});
+
+/** `Cancel-After` on the routes that make a job. */
+const cancelAfterHeader: Record<string, QueryParameter> = {
+  'Cancel-After': {
+    description: 'cancel the job if it has not ended by then, queue time included: `30s`, `5m`, `1h30m`',
+    schema: { type: 'string', maxLength: 64 },
+  },
+};
 
 /** A job as REST shows it (the spec leaves the shape open; see docs/jobs.md). */
 export const jobJson = (j: RestJobFragment) => ({
@@ -109,6 +179,43 @@ export const jobRoutes = [
   route({
     method: 'post',
     path: '/api/v1/deployments',
+    summary: 'Run a model over your media: creates the deployment and its queued job',
+    request: requestBody(
+      {
+        name: string,
+        model_id: uuid,
+        args: mapOf(argValue),
+        webhook: {
+          ...url,
+          description: 'told of the job as `webhook_events_filter` says (docs/webhooks.md)',
+        },
+        webhook_events_filter: { ...arrayOf(enumOf(WEBHOOK_EVENTS)), description: 'default `["completed"]`' },
+      },
+      ['name', 'model_id'],
+    ),
+    headers: {
+      Prefer: {
+        description: `\`wait\` or \`wait=N\`: answer once the job has ended or N seconds (at most ${MAX_WAIT_SECONDS}) passed, with the job in \`job\``,
+        schema: string,
+      },
+      ...cancelAfterHeader,
+      ...idempotency.headers,
+    },
+    status: 201,
+    response: object(
+      {
+        id: uuid,
+        model_id: uuid,
+        source_asset_id: nullable(uuid),
+        target_asset_id: uuid,
+        job: { ...jobSchema, description: 'with `Prefer: wait` only' },
+      },
+      ['job'],
+    ),
+    responseHeaders: {
+      'Preference-Applied': { description: '`wait=N` when the answer waited', schema: string },
+      ...idempotency.responseHeaders,
+    },
     document: CreateDeploymentDocument,
     variables: (req) => {
       const b = body(req);
@@ -144,6 +251,9 @@ export const jobRoutes = [
   route({
     method: 'get',
     path: '/api/v1/deployments',
+    summary: 'List your deployments, each with its job',
+    paged: true,
+    response: arrayOf(deploymentSchema),
     document: ListDeploymentsDocument,
     variables: (req) => pageVariables(req),
     respond: ({ deployments }, req) => listResponse(req, deployments, deploymentJson),
@@ -151,6 +261,8 @@ export const jobRoutes = [
   route({
     method: 'get',
     path: '/api/v1/deployments/:id',
+    summary: 'One deployment with its job',
+    response: deploymentSchema,
     document: GetDeploymentDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: ({ deployment }) => ({ body: deploymentJson(deployment) }),
@@ -158,6 +270,13 @@ export const jobRoutes = [
   route({
     method: 'get',
     path: '/api/v1/jobs',
+    summary: 'List your jobs: state, output and result URLs',
+    paged: true,
+    query: {
+      status: { description: 'only jobs in this state', schema: enumOf(STATUSES) },
+      model_id: { description: 'only jobs of this model', schema: uuid },
+    },
+    response: arrayOf(jobSchema),
     document: ListJobsDocument,
     variables: (req) => ({ ...pageVariables(req), filter: jobFilter(req) }),
     respond: ({ jobs }, req) => listResponse(req, jobs, jobJson),
@@ -165,6 +284,8 @@ export const jobRoutes = [
   route({
     method: 'get',
     path: '/api/v1/jobs/:id',
+    summary: 'One job',
+    response: jobSchema,
     document: GetJobDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: ({ job }) => ({ body: jobJson(job) }),
@@ -172,6 +293,8 @@ export const jobRoutes = [
   route({
     method: 'post',
     path: '/api/v1/jobs/:id/cancel',
+    summary: 'Cancel a job that has not ended; an ended job is answered as it is',
+    response: jobSchema,
     document: CancelJobDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: ({ cancelJob }) => ({ body: jobJson(cancelJob) }),
@@ -179,6 +302,10 @@ export const jobRoutes = [
   route({
     method: 'post',
     path: '/api/v1/jobs/:id/retry',
+    summary: 'Run an ended job again: a new job of the same deployment and arguments, linked by `retry_of`',
+    headers: cancelAfterHeader,
+    status: 201,
+    response: jobSchema,
     document: RetryJobDocument,
     variables: (req) => ({ id: String(req.params.id), cancelAfter: cancelAfter(req) }),
     respond: ({ retryJob }) => ({ status: 201, body: jobJson(retryJob) }),

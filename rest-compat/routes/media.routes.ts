@@ -9,8 +9,14 @@ import {
 } from '../generated/graphql';
 import { body, listResponse, pageVariables } from '../rest.helpers';
 import { route } from '../route';
+import { arrayOf, enumOf, goTimeText, object, requestBody, string, url, uuid } from '../schemas';
 
 /** The Media asset list item of the spec: `media_key` is the full URL here. */
+const MEDIA_STATUSES = ['live'];
+const MEDIA_TYPES = ['source_asset', 'target_asset'];
+
+const tags = arrayOf(string);
+
 const mediaItem = (m: RestMediaFragment) => ({
   id: m.id,
   image_name: m.imageName,
@@ -34,6 +40,26 @@ export const mediaRoutes = [
   route({
     method: 'get',
     path: '/api/v1/media',
+    summary: 'List your media; `media_key` of each item is its full URL',
+    paged: true,
+    query: {
+      tags: { description: 'comma-separated: only media with all of these tags' },
+      excludeTags: { description: 'comma-separated: no media with any of these tags' },
+    },
+    response: object({
+      media: arrayOf(
+        object({
+          id: uuid,
+          image_name: string,
+          media_key: url,
+          status: enumOf(MEDIA_STATUSES),
+          tags,
+          type: enumOf(MEDIA_TYPES),
+          upload_date: goTimeText,
+        }),
+      ),
+      media_key: url,
+    }),
     document: ListMediaDocument,
     variables: (req) => ({
       ...pageVariables(req),
@@ -47,6 +73,18 @@ export const mediaRoutes = [
   route({
     method: 'put',
     path: '/api/v1/media/:id',
+    summary: "Replace a media asset's tags",
+    request: requestBody({ tags }, ['tags']),
+    response: object({
+      media: object({
+        id: uuid,
+        media_key: { type: 'string', pattern: '^media/' },
+        status: enumOf(MEDIA_STATUSES),
+        tags,
+        title: string,
+      }),
+      media_key: url,
+    }),
     document: UpdateMediaTagsDocument,
     variables: (req) => {
       const tags = body(req).tags;
@@ -70,6 +108,8 @@ export const mediaRoutes = [
   route({
     method: 'delete',
     path: '/api/v1/media/:id',
+    summary: 'Delete a media asset and its file',
+    status: 204,
     document: DeleteMediaDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: () => ({ status: 204 }),

@@ -19,8 +19,94 @@ import {
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
 import { route } from '../route';
+import {
+  arrayOf,
+  boolean,
+  goTimeText,
+  integer,
+  mapOf,
+  message,
+  nullable,
+  number,
+  object,
+  requestBody,
+  string,
+  url,
+  uuid,
+} from '../schemas';
 
 type RestArgument = RestModelFragment['args'][number];
+
+const tags = arrayOf(string);
+
+/** A legacy argument as answered (argumentJson). */
+const argumentSchema = object(
+  {
+    type: string,
+    format: string,
+    description: string,
+    example: string,
+    optional: boolean,
+    tags: nullable(tags),
+    min: number,
+    max: number,
+  },
+  ['description', 'min', 'max'],
+);
+
+/** The full legacy record (modelJson). */
+const modelSchema = object(
+  {
+    args: mapOf(argumentSchema),
+    black_icon: string,
+    white_icon: string,
+    color_icon: string,
+    classification: string,
+    description: string,
+    example_outputs: arrayOf(string),
+    id: uuid,
+    name: string,
+    version: string,
+    run_count: integer,
+    tags,
+    updated_at: goTimeText,
+  },
+  ['description'],
+);
+
+const icon = { type: ['string', 'null'], description: 'an http(s) URL; empty or null removes it' };
+
+/** A model's definition as a request gives it (FIELDS and ARGUMENT_FIELDS). */
+const definitionSchema = {
+  name: string,
+  version: string,
+  description: string,
+  container: string,
+  command: { type: 'string', description: 'the command template; `{args}` is where the arguments go' },
+  machine_type: string,
+  machine_count: integer,
+  timeout_seconds: integer,
+  tags,
+  black_icon: icon,
+  white_icon: icon,
+  color_icon: icon,
+  example_outputs: arrayOf(url),
+  args: mapOf(
+    requestBody(
+      {
+        type: { type: 'string', enum: ['int', 'float', 'string', 'file'] },
+        format: { type: 'string', description: '`:value` is where the value goes' },
+        description: string,
+        example: string,
+        optional: boolean,
+        tags,
+        min: number,
+        max: number,
+      },
+      ['type', 'format'],
+    ),
+  ),
+};
 
 /** A legacy argument: description and bounds only where set; example and tags always. */
 const argumentJson = (a: RestArgument) => ({
@@ -118,6 +204,8 @@ const reaction = <TData>(action: string, document: TypedDocumentNode<TData, { id
   route({
     method: 'patch',
     path: `/api/v1/models/:id/${action}`,
+    summary: `${action[0].toUpperCase()}${action.slice(1)} a model`,
+    response: message,
     document,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: () => ({ status: 200, body: { message: `model ${action} successfully` } }),
@@ -128,6 +216,17 @@ export const modelRoutes = [
   route({
     method: 'post',
     path: '/api/v1/models',
+    summary: 'Add a model to the catalogue',
+    request: requestBody({ id: uuid, ...definitionSchema }, ['name', 'container', 'args']),
+    status: 201,
+    response: object({
+      classification: string,
+      example_outputs: arrayOf(string),
+      id: uuid,
+      name: string,
+      version: string,
+      tags,
+    }),
     document: CreateModelDocument,
     variables: (req) => {
       const { b, input } = definitionInput(req);
@@ -148,6 +247,10 @@ export const modelRoutes = [
   route({
     method: 'get',
     path: '/api/v1/models',
+    summary: 'List the catalogue',
+    paged: true,
+    query: { tags: { description: 'comma-separated: models carrying any of these tags' } },
+    response: arrayOf(modelSchema),
     document: ListModelsDocument,
     variables: (req) => ({ ...pageVariables(req), filter: { tags: queryString(req, 'tags')?.split(',') } }),
     respond: ({ models }, req) => listResponse(req, models, modelJson),
@@ -155,6 +258,8 @@ export const modelRoutes = [
   route({
     method: 'get',
     path: '/api/v1/models/:id',
+    summary: 'One model',
+    response: modelSchema,
     document: GetModelDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: ({ model }) => ({ status: 200, body: modelJson(model) }),
@@ -162,6 +267,9 @@ export const modelRoutes = [
   route({
     method: 'put',
     path: '/api/v1/models/:id',
+    summary: 'Change a model of yours; absent fields keep their value',
+    request: requestBody(definitionSchema),
+    response: modelSchema,
     document: UpdateModelDocument,
     variables: (req) => ({
       id: String(req.params.id),
@@ -172,6 +280,8 @@ export const modelRoutes = [
   route({
     method: 'delete',
     path: '/api/v1/models/:id',
+    summary: 'Remove a model of yours from the catalogue',
+    status: 204,
     document: DeleteModelDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: () => ({ status: 204 }),

@@ -6,6 +6,7 @@ import {
 } from '../generated/graphql';
 import { listResponse, pageVariables, queryString } from '../rest.helpers';
 import { route } from '../route';
+import { arrayOf, integer, isoTime, object, string, uuid } from '../schemas';
 
 type CallRecordNode = ListCallRecordsQuery['callRecords']['nodes'][number];
 
@@ -35,6 +36,15 @@ export const telephonyRoutes = [
   route({
     method: 'get',
     path: '/api/v2/assign-number',
+    summary: 'Your phone number and extension, assigned on the first call',
+    response: object({
+      role: string,
+      phone_number: { type: 'string', pattern: '^\\d+$' },
+      idp_id: string,
+      extension: { type: 'string', pattern: '^\\d+$' },
+      created_at: isoTime,
+      updated_at: isoTime,
+    }),
     document: AssignNumberDocument,
     variables: () => ({}),
     respond: ({ assignNumber: a }) => ({
@@ -51,6 +61,26 @@ export const telephonyRoutes = [
   route({
     method: 'get',
     path: '/api/v2/call-recording',
+    summary: 'Your call records, with their recordings',
+    paged: true,
+    response: arrayOf(
+      object({
+        id: integer,
+        provider: integer,
+        call_to: string,
+        call_from: string,
+        extension: integer,
+        bill_duration: integer,
+        didnumber: integer,
+        domain: string,
+        hangup_cause: string,
+        recording: string,
+        call_direction: string,
+        call_uuid: uuid,
+        created_at: isoTime,
+        started_at: isoTime,
+      }),
+    ),
     document: ListCallRecordsDocument,
     variables: (req) => pageVariables(req),
     respond: ({ callRecords }, req) => listResponse(req, callRecords, callRecordJson),
@@ -58,6 +88,18 @@ export const telephonyRoutes = [
   route({
     method: 'get',
     path: '/api/v2/call-link',
+    summary: 'Click-to-call: rings your extension, then connects it to the destination',
+    query: {
+      source_number: {
+        description: 'digits: the number to show and ring first',
+        schema: { type: 'string', pattern: '^\\d+$' },
+      },
+      destination_number: {
+        description: 'digits: the number to call',
+        schema: { type: 'string', pattern: '^\\d+$' },
+      },
+    },
+    response: object({ call_uuid: uuid, status: string }),
     document: CallLinkDocument,
     variables: (req) => ({
       source: queryString(req, 'source_number') ?? '',

@@ -8,7 +8,19 @@ import {
   type RestTeamFragment,
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables } from '../rest.helpers';
-import { route } from '../route';
+import { idempotency, route } from '../route';
+import { arrayOf, enumOf, isoTime, nullable, object, requestBody, string, uuid } from '../schemas';
+
+const apiKeyFields = {
+  id: uuid,
+  name: string,
+  team_id: nullable(uuid),
+  created_at: isoTime,
+  last_used_at: nullable(isoTime),
+  revoked_at: nullable(isoTime),
+};
+const apiKeySchema = object(apiKeyFields);
+const teamSchema = object({ id: uuid, name: string, role: enumOf(['owner', 'member']), created_at: isoTime });
 
 const apiKeyJson = (k: RestApiKeyFragment) => ({
   id: k.id,
@@ -31,6 +43,12 @@ export const tokenRoutes = [
   route({
     method: 'post',
     path: '/api/v1/tokens',
+    summary:
+      "Create an API key (with `team_id`: the team's organisation token); its value is shown only here",
+    request: requestBody({ name: string, team_id: uuid }, ['name']),
+    ...idempotency,
+    status: 201,
+    response: object({ ...apiKeyFields, token: uuid }),
     document: CreateApiKeyDocument,
     variables: (req) => {
       const b = body(req);
@@ -44,6 +62,10 @@ export const tokenRoutes = [
   route({
     method: 'get',
     path: '/api/v1/tokens',
+    summary: 'List API keys (with `team_id`: a team of yours)',
+    paged: true,
+    query: { team_id: { description: 'a team you own', schema: uuid } },
+    response: arrayOf(apiKeySchema),
     document: ListApiKeysDocument,
     variables: (req) => ({
       ...pageVariables(req),
@@ -54,6 +76,8 @@ export const tokenRoutes = [
   route({
     method: 'delete',
     path: '/api/v1/tokens/:id',
+    summary: 'Revoke an API key at once',
+    status: 204,
     document: RevokeApiKeyDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: () => ({ status: 204 }),
@@ -61,6 +85,10 @@ export const tokenRoutes = [
   route({
     method: 'post',
     path: '/api/v1/teams',
+    summary: 'Create a team (an organisation); you are its owner',
+    request: requestBody({ name: string }, ['name']),
+    status: 201,
+    response: teamSchema,
     document: CreateTeamDocument,
     variables: (req) => ({ input: { name: body(req).name as string } }),
     respond: ({ createTeam }) => ({ status: 201, body: teamJson(createTeam) }),
@@ -68,6 +96,9 @@ export const tokenRoutes = [
   route({
     method: 'get',
     path: '/api/v1/teams',
+    summary: 'List your teams',
+    paged: true,
+    response: arrayOf(teamSchema),
     document: ListTeamsDocument,
     variables: (req) => pageVariables(req),
     respond: ({ teams }, req) => listResponse(req, teams, teamJson),

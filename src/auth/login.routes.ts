@@ -1,4 +1,6 @@
 import { Router, type CookieOptions, type Request } from 'express';
+import type { ApiDoc } from '../../rest-compat/route';
+import { integer, nullable, object, requestBody, string, url, uuid } from '../../rest-compat/schemas';
 import { AppError } from '../common/errors';
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../server/http.helpers';
@@ -17,6 +19,75 @@ const tokensJson = (t: LoginTokens) => ({
   token_type: 'Bearer',
 });
 
+const tokensSchema = object({
+  access_token: string,
+  refresh_token: string,
+  id_token: string,
+  token_type: { type: 'string', const: 'Bearer' },
+});
+
+/** The login flow's paths, for the OpenAPI document. */
+export const loginDocs: ApiDoc[] = [
+  ...LOGIN_VERSIONS.flatMap((version): ApiDoc[] => [
+    {
+      method: 'get',
+      path: `/api/${version}/auth/login`,
+      operationId: `Login${version.toUpperCase()}`,
+      summary: 'Start a login: a browser (Accept: text/html) is redirected, an API client gets the URL',
+      security: 'none',
+      query: { return_to: { description: 'a path of this service where a browser lands afterwards' } },
+      response: object({ login_url: url }),
+      responses: { 302: { description: "to the identity provider's sign-in page" } },
+    },
+    {
+      method: 'get',
+      path: `/api/${version}/auth/callback`,
+      operationId: `LoginCallback${version.toUpperCase()}`,
+      summary:
+        'Where the identity provider returns: sets the `auth_session` cookie; answers the tokens (a browser is redirected)',
+      security: 'none',
+      query: {
+        code: { description: "the identity provider's authorization code" },
+        state: { description: 'the login attempt' },
+      },
+      response: tokensSchema,
+      responses: { 303: { description: 'a browser: to `return_to` (or `/`), signed in by the cookie' } },
+    },
+  ]),
+  {
+    method: 'post',
+    path: '/api/v1/auth/refresh',
+    operationId: 'RefreshLogin',
+    summary: 'New tokens for a refresh token',
+    security: 'none',
+    request: requestBody({ refresh_token: string }, ['refresh_token']),
+    response: tokensSchema,
+  },
+  {
+    method: 'post',
+    path: '/api/v1/auth/token',
+    operationId: 'SessionToken',
+    summary:
+      "The web app's access token from its session cookie (same-origin pages only: send X-Requested-With)",
+    security: 'session',
+    request: requestBody({ team_id: uuid }),
+    response: object({
+      access_token: string,
+      token_type: { type: 'string', const: 'Bearer' },
+      expires_in: integer,
+      team_id: nullable(uuid),
+    }),
+  },
+  {
+    method: 'post',
+    path: '/api/v1/auth/logout',
+    operationId: 'Logout',
+    summary: 'End the login session (its cookie, or the session of a refresh token)',
+    security: 'none',
+    request: requestBody({ refresh_token: string }),
+    status: 204,
+  },
+];
 const prefersHtml = (req: Request) => req.accepts(['application/json', 'text/html']) === 'text/html';
 
 /**

@@ -12,6 +12,7 @@ import {
   requestIds,
   requestLogs,
 } from '../server/http.helpers';
+import { cors } from '../server/cors';
 import { chatBridgeRoutes } from './chat-bridge.routes';
 import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
 import { ChatBridgeService } from './chat-bridge.service';
@@ -64,6 +65,7 @@ export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Br
   app.set('trust proxy', 'loopback');
   app.use(requestIds());
   app.use(requestLogs(bridgeLog));
+  app.use(cors(config.corsOrigins, ['x-api-key']));
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });

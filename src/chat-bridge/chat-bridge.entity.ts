@@ -124,21 +124,3 @@ export class Matterbridge {
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();
 }
-
-/** One failed login, counted per username and per client address within a window. */
-@Entity({ tableName: 'chat_bridge_login_failures' })
-@Index({ properties: ['scope', 'key', 'createdAt'] })
-export class LoginFailure {
-  @PrimaryKey({ type: 'uuid' })
-  id: string = randomUUID();
-
-  @Property({ type: 'text' })
-  scope!: 'user' | 'ip';
-
-  @Property({ type: 'text' })
-  key!: string;
-
-  @Property({ type: 'datetime' })
-  @Index()
-  createdAt: Opt<Date> = new Date();
-}

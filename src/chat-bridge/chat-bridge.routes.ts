@@ -1,5 +1,18 @@
 import { Router, type Request, type Response } from 'express';
 import { body, listResponse, pageVariables } from '../../rest-compat/rest.helpers';
+import type { ApiDoc } from '../../rest-compat/route';
+import {
+  arrayOf,
+  enumOf,
+  integer,
+  isoTime,
+  message,
+  nullable,
+  object,
+  requestBody,
+  string,
+  uuid,
+} from '../../rest-compat/schemas';
 import type { Page } from '../common/pagination';
 import { sendJson } from '../server/http.helpers';
 import type { DendriteInstance, Matterbridge } from './chat-bridge.entity';
@@ -41,6 +54,120 @@ const matterbridgeItem = ({ row, status }: Supervised<Matterbridge>) => ({
   status,
   created_at: row.createdAt.toISOString(),
 });
+
+const credentials = requestBody({ username: string, password: string }, ['username', 'password']);
+const processStatus = enumOf(['running', 'restarting', 'failed', 'stopped', 'unmanaged']);
+
+const bridgeDocs: ApiDoc[] = [
+  {
+    method: 'post',
+    path: '/api/v1/matrix/user',
+    operationId: 'CreateBridgeUser',
+    summary: 'Create a chat bridge user on the homeserver; answers its api_key',
+    security: 'none',
+    request: credentials,
+    status: 201,
+    response: object({ api_key: string, Hostname: string }),
+  },
+  {
+    method: 'post',
+    path: '/api/v1/matrix/user/login',
+    operationId: 'LoginBridgeUser',
+    summary: 'Log a chat bridge user in (failed attempts are rate limited per user and address)',
+    security: 'none',
+    request: credentials,
+    response: object({ api_key: string }),
+  },
+  {
+    method: 'post',
+    path: '/api/v1/matrix/dendrite',
+    operationId: 'CreateDendrite',
+    summary: 'Create a Dendrite homeserver instance',
+    request: requestBody({ hostname: string, port: string }, ['hostname', 'port']),
+    status: 201,
+    response: message,
+  },
+  {
+    method: 'get',
+    path: '/api/v1/matrix/dendrite',
+    operationId: 'ListDendrites',
+    summary: 'Your Dendrite instances',
+    paged: true,
+    response: arrayOf(
+      object({
+        id: uuid,
+        hostname: string,
+        port: integer,
+        key_id: string,
+        public_key: string,
+        status: processStatus,
+        created_at: isoTime,
+      }),
+    ),
+  },
+  {
+    method: 'delete',
+    path: '/api/v1/matrix/dendrite/:id',
+    operationId: 'DeleteDendrite',
+    summary: 'Stop and remove a Dendrite instance',
+    status: 204,
+  },
+  {
+    method: 'post',
+    path: '/api/v1/matrix/matterbridge',
+    operationId: 'CreateMatterbridge',
+    summary: 'Bridge a room to another chat platform',
+    request: requestBody(
+      {
+        name: string,
+        conf: requestBody(
+          { platform: string, token: string, channel: string, server: string, team: string, nick: string },
+          ['platform', 'token', 'channel'],
+        ),
+      },
+      ['name', 'conf'],
+    ),
+    status: 201,
+    response: object({ network_name: string, status: string }),
+  },
+  {
+    method: 'get',
+    path: '/api/v1/matrix/matterbridge',
+    operationId: 'ListMatterbridges',
+    summary: 'Your bridges (never their tokens)',
+    paged: true,
+    response: arrayOf(
+      object({
+        id: uuid,
+        name: string,
+        network_name: string,
+        platform: string,
+        channel: string,
+        server: nullable(string),
+        team: nullable(string),
+        nick: nullable(string),
+        matrix_room_id: string,
+        matrix_room_alias: string,
+        status: processStatus,
+        created_at: isoTime,
+      }),
+    ),
+  },
+  {
+    method: 'delete',
+    path: '/api/v1/matrix/matterbridge/:id',
+    operationId: 'DeleteMatterbridge',
+    summary: 'Stop and remove a bridge',
+    status: 204,
+  },
+];
+
+/** The chat bridge's paths, for the OpenAPI document (served at `{bridge_url}`, its key by default). */
+export const chatBridgeDocs = bridgeDocs.map((d): ApiDoc => ({
+  ...d,
+  bridge: true,
+  security: d.security ?? 'bridge',
+}));
 
 /** The chat bridge API (`{bridge_url}`); every rule lives in the service. */
 export function chatBridgeRoutes(service: ChatBridgeService): Router {

@@ -158,15 +158,14 @@ export class ChatBridgeService {
     if (password.length > PASSWORD_MAX) throw AppError.validation({ password: 'is too long' });
     const homeserver = this.requireHomeserver();
     const throttleKey = username.toLowerCase();
-    await this.deps.throttle.check(throttleKey, input.clientIp);
+    await this.deps.throttle.attempt(throttleKey, input.clientIp);
     const em = this.deps.orm.em.fork();
     const user = await em.findOne(BridgeUser, { username });
     const matches = await verifyPassword(password, user?.passwordHash ?? (await this.dummyPasswordHash()));
     if (!user || !matches || !(await homeserver.checkPassword(username, password))) {
-      await this.deps.throttle.failed(throttleKey, input.clientIp);
       throw new AppError('UNAUTHENTICATED', 'wrong username or password');
     }
-    await this.deps.throttle.succeeded(throttleKey);
+    await this.deps.throttle.succeeded(throttleKey, input.clientIp);
     const apiKey = newApiKey();
     em.create(BridgeApiKey, { user, keyHash: hashBridgeApiKey(apiKey) });
     await em.flush();

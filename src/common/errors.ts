@@ -31,6 +31,9 @@ const httpStatus: Record<ErrorCode, number> = {
   UNAVAILABLE: 503,
 };
 
+/** Every code, in the order of their statuses (the OpenAPI document lists them). */
+export const ERROR_CODES = Object.keys(httpStatus) as ErrorCode[];
+
 /** Field name -> what is wrong with it. */
 export type ErrorDetails = Record<string, string>;
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -11,6 +11,14 @@ export interface EmbeddedDatabase {
 }
 
 const DB_NAME = 'media';
+
+/**
+ * Where a running embedded server's URL is written (owner-only), for other processes of the
+ * same install to join it (`npm run database-url`); removed when the server stops.
+ */
+export function databaseUrlFile(dataDir: string): string {
+  return path.join(dataDir, 'postgres', 'database-url');
+}
 
 /** A free TCP port on loopback, chosen by the kernel. */
 export async function freePort(): Promise<number> {
@@ -117,8 +125,15 @@ export async function startEmbeddedPostgres(
     await client.end();
   }
   log.info({ port }, 'embedded PostgreSQL started');
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`;
+  const urlFile = databaseUrlFile(dataDir);
+  await rm(urlFile, { force: true }); // a leftover may belong to another user: write anew
+  await writeFile(urlFile, `${url}\n`, { mode: 0o600 });
   return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`,
-    stop: () => pg.stop(),
+    url,
+    stop: async () => {
+      await rm(urlFile, { force: true });
+      await pg.stop();
+    },
   };
 }

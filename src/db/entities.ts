@@ -2,15 +2,9 @@ import { ApiKey } from '../auth/api-key.entity';
 import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
 import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
-import {
-  BridgeApiKey,
-  BridgeUser,
-  DendriteInstance,
-  LoginFailure,
-  Matterbridge,
-} from '../chat-bridge/chat-bridge.entity';
+import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from '../chat-bridge/chat-bridge.entity';
 import { Team, TeamMember } from '../teams/team.entity';
-import { CallLinkWindow, CallRecord, NumberAssignment } from '../telephony/telephony.entity';
+import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Deployment } from '../deployments/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
@@ -18,6 +12,7 @@ import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
+import { RateLimitCounter } from '../rate-limits/rate-limit.entity';
 import { PersistedDocument } from '../documents/document.entity';
 
 /** Every entity of the service; each module appends its own here. */
@@ -36,7 +31,6 @@ export const entities = [
   ModelFollow,
   NumberAssignment,
   CallRecord,
-  CallLinkWindow,
   LoginSession,
   LoginAttempt,
   DevAccount,
@@ -45,8 +39,8 @@ export const entities = [
   BridgeApiKey,
   DendriteInstance,
   Matterbridge,
-  LoginFailure,
   MediaStorageInterval,
+  RateLimitCounter,
   PersistedDocument,
   SessionToken,
   // issue 18: webhooks, stored log lines

@@ -38,9 +38,86 @@ export function ormConfig(opts: OrmOptions): Options {
   };
 }
 
+/** The database named by a URL could not be reached: one line naming where and why. */
+export class DatabaseUnreachable extends Error {
+  constructor(url: string, cause: unknown) {
+    const u = new URL(url);
+    super(`cannot reach the database at ${u.hostname}:${u.port || 5432}: ${connectionProblem(cause)}`);
+    this.name = 'DatabaseUnreachable';
+  }
+}
+
+/** Why a connection failed, in words (the driver's codes are not for people). */
+function connectionProblem(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  switch (e?.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused (is PostgreSQL running and listening there?)';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'no such host';
+    case 'ETIMEDOUT':
+      return 'the connection timed out';
+    case 'ECONNRESET':
+      return 'the connection was reset';
+    case '28P01':
+    case '28000':
+    case '3D000':
+      return e.message ?? e.code; // wrong password, no such role, no such database: its own words
+  }
+  if (/timeout|terminated unexpectedly/i.test(e?.message ?? ''))
+    return 'no answer in time (connection timed out)';
+  return e?.message?.split('\n')[0] ?? String(err);
+}
+
+/** Failures of the first connection that say the database is not there for us. */
+function isConnectionFailure(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return (
+    [
+      'ECONNREFUSED',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'ETIMEDOUT',
+      'ECONNRESET',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      '28P01',
+      '28000',
+      '3D000',
+    ].includes(e?.code ?? '') || /timeout|terminated unexpectedly|self.signed|SSL/i.test(e?.message ?? '')
+  );
+}
+
 /** Connects and brings the schema up to date with the checked-in migrations. */
-export async function openOrm(opts: OrmOptions): Promise<Orm> {
-  const orm = await MikroORM.init(ormConfig(opts));
-  await orm.getMigrator().up();
+export async function openOrm(opts: OrmOptions & { migrate?: boolean }): Promise<Orm> {
+  const unreachable = (err: unknown) =>
+    isConnectionFailure(err) ? new DatabaseUnreachable(opts.clientUrl, err) : err;
+  const orm = await MikroORM.init(ormConfig(opts)).catch((err) => {
+    throw unreachable(err);
+  });
+  try {
+    await orm.em.getConnection().execute('select 1');
+    if (opts.migrate !== false) await orm.getMigrator().up();
+  } catch (err) {
+    await orm.close(true).catch(() => undefined);
+    throw unreachable(err);
+  }
   return orm;
+}
+
+/** Whether the database answers `select 1` within `timeoutMs` (readiness probes). */
+export async function databaseAnswers(orm: Orm, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      orm.em.getConnection().execute('select 1'),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+    ]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }

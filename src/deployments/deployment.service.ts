@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
 import type { Config } from '../config';
+import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { readByIds } from '../db/rows';
@@ -14,6 +15,7 @@ import { DISPATCH_TASK, deadlineTaskSql, queuedCopySql } from '../jobs/job.queue
 import { isTerminal } from '../jobs/job.states';
 import { MAX_WAIT_SECONDS, type JobWaiter } from '../jobs/job.wait';
 import { parseDuration } from '../common/duration';
+import type { JobLifecycle } from '../jobs/job.lifecycle';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
@@ -60,6 +62,9 @@ export class DeploymentService {
     private readonly media: MediaService,
     private readonly waiter: JobWaiter,
     private readonly webhooks: WebhookService,
+    /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
+    private readonly limit: RateLimit | null = null,
+    private readonly lifecycle: JobLifecycle | null = null,
   ) {}
 
   /** Where a job's processes run and write, on the worker's host; one directory per job. */
@@ -90,6 +95,7 @@ export class DeploymentService {
     principal: Principal,
     input: CreateDeploymentInput,
   ): Promise<{ deployment: Deployment; job: Job }> {
+    await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const name = validateName(input.name);
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
@@ -207,6 +213,7 @@ export class DeploymentService {
     // Times on the database's clock, like every later transition of the job.
     job.createdAt = job.updatedAt = new Date(created.created_at);
     job.deadlineAt = created.deadline_at === null ? null : new Date(created.deadline_at);
+    this.lifecycle?.created(job, deployment.id);
     return { deployment, job };
   }
 
@@ -217,6 +224,8 @@ export class DeploymentService {
    */
   async retry(principal: Principal, jobId: string, opts: { cancelAfter?: string | null } = {}): Promise<Job> {
     const cancelAfter = cancelAfterSeconds(opts.cancelAfter);
+    // A retry runs a job like a new deployment does, so it spends the same allowance.
+    await this.limit?.take(limitKey(principal, undefined), 'too many jobs started; try again shortly');
     const em = this.orm.em.fork();
     const job = assertOwned(
       isUuid(jobId) ? await em.findOne(Job, { id: jobId.toLowerCase() }) : null,
@@ -246,7 +255,9 @@ export class DeploymentService {
        select r_job.* from r_job, r_go`,
       [cancelAfter, job.id],
     );
-    return em.map(Job, rows[0]);
+    const retry = em.map(Job, rows[0]);
+    this.lifecycle?.created(retry, retry.deployment.id);
+    return retry;
   }
 
   async list(principal: Principal, args: PageArgs): Promise<Page<Deployment>> {

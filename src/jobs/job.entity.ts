@@ -38,6 +38,11 @@ export interface JobInput {
   name: 'jobs_billing_long_index',
   expression: `create index "jobs_billing_long_index" on "jobs" ("owner_type", "owner_id", "started_at") include ("finished_at", "machine_type", "machine_count", "model_id") where "started_at" is not null and ("finished_at" is null or "finished_at" - "started_at" >= interval '1 day')`,
 })
+// The queue's depth and oldest age (metrics) without reading ended jobs.
+@Index({
+  name: 'jobs_queued_index',
+  expression: `create index "jobs_queued_index" on "jobs" ("created_at") where "status" = 'queued'`,
+})
 @Index({
   name: 'jobs_unfinished_index',
   expression: `create index "jobs_unfinished_index" on "jobs" ("worker_id") where "status" in ('starting', 'running')`,

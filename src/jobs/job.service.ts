@@ -12,6 +12,7 @@ import { queuedCopySql } from './job.queue';
 import { LOG_TAIL_BYTES, type LogLine } from './job.log';
 import { enqueueDeliveriesSql, enqueueLogsSql } from '../webhooks/webhook.sql';
 import type { WebhookEvent } from '../webhooks/webhook.events';
+import type { JobLifecycle } from './job.lifecycle';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 
 export interface JobFilter {
@@ -97,7 +98,11 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
 export type JobRow = Job & { model?: Model | null };
 
 export class JobService {
-  constructor(private readonly orm: MikroORM) {}
+  constructor(
+    private readonly orm: MikroORM,
+    /** Told of each transition this process makes (log lines, metrics). */
+    private readonly lifecycle: JobLifecycle | null = null,
+  ) {}
 
   /**
    * The owner's jobs, newest first. With `nested`, each job carries its deployment (in
@@ -221,7 +226,7 @@ export class JobService {
                         from upd where upd.attempt <= upd.max_retries
                         and (upd.deadline_at is null or upd.deadline_at > now())),
                ${queuedCopySql('retry', 'src')}`;
-      extras.push('(select count(*) from retry_go) as retried');
+      extras.push('(select count(*) from retry_go) as retried', '(select id from retry_job) as retry_id');
     }
     const rows: Record<string, unknown>[] = await em.execute(
       `with prev as (select id, status from jobs where id = ? for update),
@@ -247,14 +252,19 @@ export class JobService {
     );
     if (rows.length !== 1) return null;
     const {
-      from_status: _from,
+      from_status: from,
       pg_notify: _notify,
       seq: _seq,
       retried: _retried,
+      retry_id: retryId,
       messages: _messages,
       ...row
     } = rows[0];
-    return em.map(Job, row);
+    const job = em.map(Job, row);
+    this.lifecycle?.transitioned(job, from as JobStatus | null);
+    // The automatic retry is a copy of this job under another id (see queuedCopySql).
+    if (retryId) this.lifecycle?.created({ ...job, id: retryId as string } as Job, job.deployment.id);
+    return job;
   }
 
   /** The id of a job's latest transition (see JobEvent.seq). */

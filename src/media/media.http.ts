@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../common/errors';
 import { sendError } from '../server/http.helpers';
 import type { ByteRange } from '../storage/storage.port';
+import type { ApiDoc } from '../../rest-compat/route';
 import type { MediaService } from './media.service';
 
 /**
@@ -22,6 +23,28 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   if (start >= size || start > end) return 'unsatisfiable';
   return { start, end };
 }
+
+const fileAnswer = (description: string) => ({
+  description,
+  headers: {
+    ETag: { description: 'the SHA-256 of the file', schema: { type: 'string' } },
+    'Content-Range': { description: 'with 206', schema: { type: 'string' } },
+  },
+  content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+});
+
+export const mediaFileDoc: ApiDoc = {
+  method: 'get',
+  path: '/media/:file',
+  operationId: 'GetMediaFile',
+  summary: 'A media file (`<id>.<ext>`, the `media_key` of the media lists), public and immutable; HEAD too',
+  security: 'none',
+  responses: {
+    200: fileAnswer('the file'),
+    206: fileAnswer('the part of `Range: bytes=...`'),
+    304: { description: 'not modified (`If-None-Match`)' },
+  },
+};
 
 /** `{cdn_url}/media/<id>.<ext>` served from this process: public, immutable, ranged. */
 export function mediaFileRoutes(media: MediaService): Router {

@@ -31,6 +31,8 @@ export interface MediaFilter {
 export interface MediaServiceOptions {
   cdnUrl: string;
   maxUploadBytes: number;
+  /** Told of each upload's end (metrics): stored with its size, or refused. */
+  onUpload?: (outcome: 'stored' | 'failed', bytes: number, seconds: number) => void;
 }
 
 /** Rows a crash left `uploading` for this long are abandoned uploads (uploads may be slow). */
@@ -67,8 +69,15 @@ export class MediaService {
    * every byte is stored; any failure removes both the row and the bytes.
    */
   async upload(principal: Principal, input: UploadInput): Promise<MediaAsset> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
     try {
-      return await this.store(ownerOf(principal), input, 'source_asset');
+      const asset = await this.store(ownerOf(principal), input, 'source_asset');
+      this.opts.onUpload?.('stored', asset.size, seconds());
+      return asset;
+    } catch (err) {
+      this.opts.onUpload?.('failed', 0, seconds());
+      throw err;
     } finally {
       // Whatever happened, nothing keeps reading the client's bytes after this.
       if (!input.stream.destroyed && !input.stream.readableEnded) input.stream.destroy();
@@ -219,6 +228,11 @@ export class MediaService {
   /** Live assets by id, whoever owns them (the caller has checked access to what refers to them). */
   async byIds(ids: readonly string[]): Promise<MediaAsset[]> {
     return ids.length ? this.orm.em.fork().find(MediaAsset, { id: { $in: [...ids] }, status: 'live' }) : [];
+  }
+
+  /** Whether an asset row of this id exists, in any state (an id is never used twice). */
+  async idTaken(id: string): Promise<boolean> {
+    return (await this.orm.em.fork().count(MediaAsset, { id })) > 0;
   }
 
   /** The live outputs of jobs, oldest first. */

@@ -28,7 +28,9 @@ import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from './context';
+import { cors } from './cors';
 import { graphiqlRoutes } from './graphiql';
+import { openApiRoutes } from './openapi.route';
 import { compiledGateway } from './graphql.executor';
 import { webAppRoutes } from './web-app';
 import { Loaders } from './loaders';
@@ -42,6 +44,10 @@ import {
   requestLogs,
   sendError,
 } from './http.helpers';
+import type { Metrics } from '../metrics/metrics';
+import { graphqlMetrics, httpMetrics, subscriptionGauge } from '../metrics/metrics.http';
+import { RequestLimits } from '../rate-limits/request-limits';
+import { databaseAnswers } from '../db/orm';
 import { buildAppSchema } from './schema';
 import type { Services } from './services';
 
@@ -50,6 +56,8 @@ export interface AppDeps {
   log: Logger;
   orm: MikroORM;
   services: Services;
+  /** The process's metrics (docs/operations.md). */
+  metrics: Metrics;
   /** Extra routers mounted before authentication (the development identity provider). */
   publicRoutes?: { path: string; router: express.Router }[];
 }
@@ -88,8 +96,16 @@ function formatGraphQLError(log: Logger) {
   };
 }
 
+const RESPONSE = Symbol('response');
+
 /** Request-level failures whose HTTP status follows their code when the answer has no data. */
-const REQUEST_LEVEL_CODES = new Set(['BAD_REQUEST', 'UNAUTHENTICATED', 'PAYLOAD_TOO_LARGE', 'UNAVAILABLE']);
+const REQUEST_LEVEL_CODES = new Set([
+  'BAD_REQUEST',
+  'UNAUTHENTICATED',
+  'PAYLOAD_TOO_LARGE',
+  'UNAVAILABLE',
+  'RATE_LIMITED',
+]);
 
 /** Sets the HTTP status of a GraphQL answer that failed as a whole (Apollo would say 200 or 500). */
 const statusPlugin: ApolloServerPlugin<RequestContext> = {
@@ -101,13 +117,23 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
         if (!errors?.length || data) return;
         const codes = new Set(errors.map((e) => String(e.extensions?.code)));
         const [code] = codes;
-        if (codes.size === 1 && REQUEST_LEVEL_CODES.has(code)) response.http.status = httpStatusOf(code);
+        if (codes.size !== 1 || !REQUEST_LEVEL_CODES.has(code)) return;
+        response.http.status = httpStatusOf(code);
+        const retryAfter = errors[0].extensions?.retryAfterSeconds;
+        if (retryAfter !== undefined) response.http.headers.set('Retry-After', String(retryAfter));
       },
     };
   },
 };
 
-export async function createApp({ config, log, orm, services, publicRoutes = [] }: AppDeps): Promise<App> {
+export async function createApp({
+  config,
+  log,
+  orm,
+  services,
+  metrics,
+  publicRoutes = [],
+}: AppDeps): Promise<App> {
   const schema = buildAppSchema(services);
   const app = express();
   app.disable('x-powered-by');
@@ -118,22 +144,18 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   const server = http.createServer(app);
 
   app.use(requestIds());
+  app.use(httpMetrics(metrics));
   app.use(requestLogs(log));
+  app.use(cors(config.corsOrigins, [config.apiKeyHeader]));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (req, res) => {
-    try {
-      await Promise.race([
-        orm.em.getConnection().execute('select 1'),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref()),
-      ]);
-      res.json({ status: 'ready' });
-    } catch {
-      sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
-    }
+    if (await databaseAnswers(orm)) return void res.json({ status: 'ready' });
+    sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
   });
+  app.use(openApiRoutes(config));
   for (const { path, router } of publicRoutes) app.use(path, router);
   // The CDN path: public like a bucket; ids are unguessable and only live files are served.
   app.use(mediaFileRoutes(services.media));
@@ -142,16 +164,30 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
 
   app.use(jsonBodies(config.maxBodyBytes));
 
-  const contextOf = (req: Request, res: Response): RequestContext => ({
-    requestId: res.locals.requestId,
-    principal: (res.locals.principal as Principal | null) ?? null,
-    // The request's logger is made only if a resolver logs.
-    get log() {
-      return req.log ?? log;
+  // Each HTTP context carries its response (Apollo copies contexts, symbols included), so the
+  // request's log line can name the operation.
+  const contextOf = (req: Request, res: Response): RequestContext =>
+    ({
+      requestId: res.locals.requestId,
+      principal: (res.locals.principal as Principal | null) ?? null,
+      // The request's logger is made only if a resolver logs.
+      get log() {
+        return req.log ?? log;
+      },
+      loaders: new Loaders(),
+      live: services.live,
+      [RESPONSE]: res,
+    }) as RequestContext;
+  const operationLogPlugin: ApolloServerPlugin<RequestContext> = {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ contextValue, operationName, operation }) {
+          const res = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
+          if (res) res.locals.graphqlOperation = operationName ?? operation?.name?.value ?? '(anonymous)';
+        },
+      };
     },
-    loaders: new Loaders(),
-    live: services.live,
-  });
+  };
 
   const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => {
     const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
@@ -168,6 +204,12 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     }
   };
   app.use(['/graphql', '/api', '/uploads'], authenticate);
+  // Then every request spends its principal's allowance (its address's when anonymous).
+  const limits = new RequestLimits(orm, config, log);
+  app.use(['/graphql', '/api', '/uploads'], limits.requestMiddleware());
+  const uploadLimit = limits.uploadMiddleware();
+  app.post('/uploads/upload', uploadLimit);
+  // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
   app.use(idempotentRequests(services.idempotency, ['/api/v1/deployments', '/api/v1/tokens', '/graphql']));
 
   const armor = new ApolloArmor({
@@ -200,6 +242,8 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
       statusPlugin,
+      operationLogPlugin,
+      graphqlMetrics(metrics),
     ],
     formatError: formatGraphQLError(log),
   });
@@ -214,7 +258,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
     if (!req.is('multipart/form-data')) return next();
     // Refuse before reading a byte of a file nobody may upload.
     if (!res.locals.principal) return next(new AppError('UNAUTHENTICATED', 'authentication required'));
-    graphqlUploads(req, res, next);
+    uploadLimit(req, res, (err?: unknown) => (err ? next(err) : graphqlUploads(req, res, next)));
   });
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
@@ -230,6 +274,7 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
   const formatError = formatGraphQLError(log);
+  const subscriptions = subscriptionGauge(metrics);
   const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
     {
       schema,
@@ -240,6 +285,18 @@ export async function createApp({ config, log, orm, services, publicRoutes = [] 
         result.errors
           ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) }
           : undefined,
+      onOperation: (ctx, id, _payload, _args, result) => {
+        if (Symbol.asyncIterator in Object(result)) subscriptions.opened(ctx, id);
+      },
+      onComplete: (ctx, id) => subscriptions.completed(ctx, id),
+      // Each operation over a socket spends the allowance like a request does.
+      onSubscribe: async (ctx) => {
+        const refused = await limits.subscription(
+          ctx.extra.principal ?? null,
+          ctx.extra.request.socket.remoteAddress,
+        );
+        return refused ? [refused] : undefined;
+      },
       onConnect: async (ctx) => {
         // Header names are case-insensitive; GraphiQL sends its headers pane as typed.
         const params = Object.fromEntries(

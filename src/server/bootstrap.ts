@@ -8,13 +8,15 @@ import { createBridge, type Bridge } from '../chat-bridge/chat-bridge.app';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
-import { openOrm, type OrmOptions } from '../db/orm';
+import { databaseAnswers, openOrm, type OrmOptions } from '../db/orm';
 import { seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
 import { runMigrations } from 'graphile-worker';
 import { EventBus } from '../events/event-bus';
 import { createExecutor } from '../executors/executor.factory';
 import { graphileLogger, JobRunner } from '../jobs/job.runner';
+import { Metrics } from '../metrics/metrics';
+import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
@@ -30,6 +32,9 @@ export interface Runtime {
   bridge: Bridge | null;
   /** The job worker, when the `worker` role runs. */
   runner: JobRunner | null;
+  metrics: Metrics;
+  /** `/metrics`, `/healthz`, `/readyz` on `METRICS_PORT` (any role); listening is left to the caller. */
+  metricsServer: MetricsServer;
   /**
    * Stops in reverse order of start: HTTP, bridge processes, running jobs and the job worker,
    * external connections, the event bus, the database pool, embedded PostgreSQL.
@@ -66,6 +71,23 @@ export async function startRuntime(
     await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
     bus = new EventBus(databaseUrl, log);
     await bus.start();
+    const ormOpen = orm;
+    const metrics = new Metrics(
+      {
+        orm,
+        worker: () =>
+          runner
+            ? {
+                instanceId: runner.instanceId,
+                executor: config.executor,
+                slots: config.localExecutorConcurrency,
+              }
+            : null,
+      },
+      log,
+    );
+    bus.onReconnect(() => metrics.eventBusReconnects.inc());
+    const metricsEndpoint = metricsServer(metrics, () => databaseAnswers(ormOpen), log);
 
     let verifier: TokenVerifier;
     const publicRoutes = [];
@@ -91,9 +113,9 @@ export async function startRuntime(
       );
     }
     const storage = await createStorage(config, log);
-    const services = createServices({ config, orm, verifier, storage, bus, log });
+    const services = createServices({ config, orm, verifier, storage, bus, log, metrics });
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
-    const app = await createApp({ config, log, orm, services, publicRoutes });
+    const app = await createApp({ config, log, orm, services, publicRoutes, metrics });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
     if (config.roles.includes('worker')) {
       runner = new JobRunner(
@@ -125,9 +147,11 @@ export async function startRuntime(
       app,
       bridge,
       runner: openRunner ?? null,
+      metrics,
+      metricsServer: metricsEndpoint,
       stop: async () => {
         clearInterval(sweeper);
-        await Promise.all([app.close(), bridge?.close()]);
+        await Promise.all([app.close(), bridge?.close(), metricsEndpoint.close()]);
         await openTasks?.stop();
         await openRunner?.stop();
         await services.telephony.close();

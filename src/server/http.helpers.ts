@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import pinoHttp from 'pino-http';
 import { AppError, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
-import type { Logger } from '../common/logger';
+import { redactUrl, type Logger } from '../common/logger';
+import type { Principal } from '../auth/principal';
+import { RateLimited, rateLimitHeaders } from '../rate-limits/rate-limiter';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
 
@@ -22,6 +24,7 @@ export function sendJson(req: Request, res: Response, status: number, body: unkn
 
 export function sendError(req: Request, res: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  if (error instanceof RateLimited) res.set(rateLimitHeaders(error.state));
   sendJson(
     req,
     res,
@@ -57,9 +60,11 @@ export function requestIds(): RequestHandler {
 }
 
 /**
- * JSON request logs carrying the request id; health probes are not logged. Above `info` (where
- * pino-http would log only failed requests) the per-request logger and its serialisers cost more
- * than the request: `req.log` is then made on first use, and only 5xx answers are logged.
+ * JSON request logs carrying the request id, and once known the principal and the GraphQL
+ * operation (`res.locals.graphqlOperation`); secret query values are redacted, the query and
+ * path parameters not repeated. Health probes are not logged. Above `info` (where pino-http
+ * would log only failed requests) the per-request logger and its serialisers cost more than the
+ * request: `req.log` is then made on first use, and only 5xx answers are logged.
  */
 export function requestLogs(log: Logger): RequestHandler {
   if (!log.isLevelEnabled('info')) {
@@ -72,7 +77,10 @@ export function requestLogs(log: Logger): RequestHandler {
       res.once('finish', () => {
         if (res.statusCode >= 500)
           req.log.error(
-            { req: { method: req.method, url: req.originalUrl }, res: { statusCode: res.statusCode } },
+            {
+              req: { method: req.method, url: redactUrl(req.originalUrl) },
+              res: { statusCode: res.statusCode },
+            },
             'request errored',
           );
       });
@@ -83,7 +91,31 @@ export function requestLogs(log: Logger): RequestHandler {
     logger: log,
     genReqId: (_req, res) => res.locals?.requestId ?? randomUUID(),
     autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
+    serializers: {
+      req: (req: { url?: string; query?: unknown; params?: unknown }) => {
+        const { query: _query, params: _params, ...rest } = req;
+        return { ...rest, url: redactUrl(req.url ?? '') };
+      },
+    },
+    customProps: (_req, res) => {
+      const locals = (res as Response).locals ?? {};
+      const principal = locals.principal as Principal | null | undefined;
+      return {
+        ...(principal ? { principal: principalOf(principal) } : {}),
+        ...(locals.graphqlOperation ? { operation: locals.graphqlOperation as string } : {}),
+      };
+    },
   });
+}
+
+/** Who a request acted as, for its log line: ids only. */
+function principalOf(p: Principal) {
+  return {
+    userId: p.user.id,
+    ...(p.team ? { teamId: p.team.id } : {}),
+    ...(p.apiKeyId ? { apiKeyId: p.apiKeyId } : {}),
+    credential: p.credential,
+  };
 }
 
 /** Parses JSON bodies (both accepted content types) up to `maxBodyBytes`. */
@@ -92,8 +124,10 @@ export function jsonBodies(maxBodyBytes: number): RequestHandler {
 }
 
 export function noRoute(): RequestHandler {
-  return (req, res) =>
+  return (req, res) => {
+    res.locals.unmatched = true; // metrics label it so, whatever route passed it on
     sendError(req, res, new AppError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
+  };
 }
 
 /** The last handler: body-parser failures become 400/413/415, anything unknown INTERNAL (logged). */
@@ -119,7 +153,16 @@ export function errorResponses(maxBodyBytes: number, log: Logger): ErrorRequestH
   };
 }
 
+/**
+ * Idle keep-alive connections are kept longer than proxies and clients keep theirs (nginx 60 s,
+ * load balancers 60 s, undici 4 s): Node's 5 s default let a client reuse a socket in the instant
+ * the server closed it, and the request was reset.
+ */
+const KEEP_ALIVE_MS = 65_000;
+
 export function listen(server: http.Server, port: number, host: string): Promise<number> {
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve((server.address() as AddressInfo).port));

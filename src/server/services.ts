@@ -8,24 +8,29 @@ import { SessionService } from '../auth/session.service';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
 import { DeploymentService } from '../deployments/deployment.service';
+import { RateLimit } from '../rate-limits/rate-limiter';
 import type { EventBus } from '../events/event-bus';
 import { JobLive } from '../jobs/job.live';
+import { JobLifecycle } from '../jobs/job.lifecycle';
 import { JobService } from '../jobs/job.service';
 import { JobWaiter } from '../jobs/job.wait';
 import { JobHistory } from '../jobs/job.history';
+import type { Metrics } from '../metrics/metrics';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService } from '../models/model.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator';
-import { TelephonyService } from '../telephony/telephony.service';
+import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 import { WebhookService } from '../webhooks/webhook.service';
 import { IdempotencyService } from '../idempotency/idempotency.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
+  /** The process's metrics; none in scripts. */
+  metrics?: Metrics;
   config: Config;
   orm: MikroORM;
   verifier: TokenVerifier;
@@ -34,7 +39,8 @@ export interface ServiceDeps {
   log: Logger;
 }
 
-export function createServices({ config, orm, verifier, storage, bus, log }: ServiceDeps) {
+export function createServices({ config, orm, verifier, storage, bus, log, metrics }: ServiceDeps) {
+  const lifecycle = new JobLifecycle(log, metrics);
   const users = new UserService(orm);
   const teams = new TeamService(orm);
   const apiKeys = new ApiKeyService(orm, teams);
@@ -53,17 +59,46 @@ export function createServices({ config, orm, verifier, storage, bus, log }: Ser
   const media = new MediaService(
     orm,
     storage,
-    { cdnUrl: config.cdnUrl, maxUploadBytes: config.maxUploadBytes },
+    {
+      cdnUrl: config.cdnUrl,
+      maxUploadBytes: config.maxUploadBytes,
+      onUpload: metrics
+        ? (outcome, bytes, seconds) => {
+            metrics.uploadBytes.inc(bytes);
+            metrics.uploadDuration.observe({ outcome }, seconds);
+          }
+        : undefined,
+    },
     log,
   );
   const models = new ModelService(orm);
-  const telephony = new TelephonyService(orm, config, createCallOriginator(config, log));
-  const jobs = new JobService(orm);
+  const telephony = new TelephonyService(
+    orm,
+    config,
+    createCallOriginator(config, log),
+    callLinkLimit(orm, config),
+  );
+  const jobs = new JobService(orm, lifecycle);
   const webhooks = new WebhookService(orm, {
     allowHttp: config.webhookAllowHttp,
     allowPrivate: config.webhookAllowPrivate,
   });
-  const deployments = new DeploymentService(orm, config, models, media, new JobWaiter(bus, jobs), webhooks);
+  const deployments = new DeploymentService(
+    orm,
+    config,
+    models,
+    media,
+    new JobWaiter(bus, jobs),
+    webhooks,
+    config.rateLimitDeploymentsPerMinute > 0
+      ? new RateLimit(orm, {
+          name: 'deployments',
+          points: config.rateLimitDeploymentsPerMinute,
+          windowSeconds: 60,
+        })
+      : null,
+    lifecycle,
+  );
   const live = new JobLive(bus, jobs);
   const billing = new BillingService(orm, config.prices);
   const idempotency = new IdempotencyService(orm);

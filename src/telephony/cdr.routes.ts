@@ -1,5 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import type { ApiDoc } from '../../rest-compat/route';
+import { boolean, integer, object, uuid } from '../../rest-compat/schemas';
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import { sendError, sendJson } from '../server/http.helpers';
@@ -7,6 +9,32 @@ import { callFromCdr, parseCdrBody } from './freeswitch.cdr';
 import type { TelephonyService } from './telephony.service';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+export const cdrDoc: ApiDoc = {
+  method: 'post',
+  path: '/api/v2/cdr',
+  operationId: 'IngestCallRecord',
+  summary: "FreeSWITCH's mod_json_cdr posts each call leg here (201 new, 200 a retry of a stored one)",
+  security: 'cdr',
+  query: { uuid: { description: "the leg's uuid, as mod_json_cdr appends it", schema: uuid } },
+  requestBody: {
+    required: true,
+    content: {
+      'application/json': { schema: { type: 'object', description: "mod_json_cdr's JSON" } },
+      'application/x-www-form-urlencoded': { schema: { type: 'object', description: '`cdr=<json>`' } },
+    },
+  },
+  status: 201,
+  response: object({ id: integer, call_uuid: uuid, duplicate: boolean }),
+  responses: {
+    200: {
+      description: 'a retry of a record already stored',
+      content: {
+        'application/json': { schema: object({ id: integer, call_uuid: uuid, duplicate: boolean }) },
+      },
+    },
+  },
+};
 
 /**
  * `POST /api/v2/cdr`: where FreeSWITCH's mod_json_cdr posts each call leg. Machine-to-machine,

@@ -1,13 +1,4 @@
-import {
-  BigIntType,
-  Entity,
-  Index,
-  ManyToOne,
-  OneToOne,
-  PrimaryKey,
-  Property,
-  type Opt,
-} from '@mikro-orm/core';
+import { BigIntType, Entity, Index, OneToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import { User } from '../users/user.entity';
 
@@ -92,17 +83,4 @@ export class CallRecord {
   /** When the call was answered; the creation time for calls never answered. */
   @Property({ type: 'datetime' })
   startedAt!: Date;
-}
-
-/** Fixed one-minute windows of click-to-call requests per user, shared by every API process. */
-@Entity({ tableName: 'call_link_windows' })
-export class CallLinkWindow {
-  @ManyToOne(() => User, { primary: true, deleteRule: 'cascade' })
-  user!: User;
-
-  @Property({ type: 'datetime' })
-  windowStart!: Date;
-
-  @Property({ type: 'integer' })
-  count!: number;
 }

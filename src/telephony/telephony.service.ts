@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requireUserToken, type Principal } from '../auth/principal';
 import type { Config } from '../config';
+import { RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { findPage, mapPage, pageSize, type Page, type PageArgs } from '../common/pagination';
 import type { CallOriginator } from './call-originator';
@@ -56,11 +57,21 @@ type TelephonyConfig = Pick<
   | 'telephonyCallLinkPerMinute'
 >;
 
+/** Click-to-calls per user per minute, on the shared rate limits. */
+export function callLinkLimit(orm: MikroORM, config: Pick<Config, 'telephonyCallLinkPerMinute'>): RateLimit {
+  return new RateLimit(orm, {
+    name: 'call-link',
+    points: config.telephonyCallLinkPerMinute,
+    windowSeconds: 60,
+  });
+}
+
 export class TelephonyService {
   constructor(
     private readonly orm: MikroORM,
     private readonly config: TelephonyConfig,
     private readonly originator: CallOriginator,
+    private readonly callLinks: RateLimit,
   ) {}
 
   /**
@@ -139,7 +150,10 @@ export class TelephonyService {
     if (!mine) throw new AppError('FORBIDDEN', 'you have no phone number yet: assign one first');
     if (input.source !== mine.phoneNumber && input.source !== mine.extension)
       throw new AppError('FORBIDDEN', 'the source must be your own phone number or extension');
-    await this.takeCallLinkSlot(em, principal);
+    await this.callLinks.take(
+      principal.user.id,
+      `at most ${this.config.telephonyCallLinkPerMinute} calls a minute; try again shortly`,
+    );
     const callUuid = randomUUID();
     await this.originator.originate({
       callUuid,
@@ -178,30 +192,6 @@ export class TelephonyService {
 
   private assignmentOf(em: EntityManager, principal: Principal): Promise<NumberAssignment | null> {
     return em.findOne(NumberAssignment, { user: principal.user.id });
-  }
-
-  /**
-   * One more click-to-call in the user's current one-minute window (a row per user, in
-   * PostgreSQL so that every API process counts together); 429 past the limit.
-   */
-  private async takeCallLinkSlot(em: EntityManager, principal: Principal): Promise<void> {
-    const [row] = await em.execute<{ count: number; retry_after: number }[]>(
-      `insert into call_link_windows as w (user_id, window_start, count)
-       values (?, date_trunc('minute', now()), 1)
-       on conflict (user_id) do update set
-         count = case when w.window_start = excluded.window_start then w.count + 1 else 1 end,
-         window_start = excluded.window_start
-       returning count, ceil(extract(epoch from (window_start + interval '1 minute' - now())))::int as retry_after`,
-      [principal.user.id],
-    );
-    if (row.count > this.config.telephonyCallLinkPerMinute) {
-      throw new AppError(
-        'RATE_LIMITED',
-        `at most ${this.config.telephonyCallLinkPerMinute} calls a minute; try again shortly`,
-        undefined,
-        Math.max(1, row.retry_after),
-      );
-    }
   }
 
   private recordView(r: CallRecord): CallRecordView {

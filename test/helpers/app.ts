@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { loadConfig, type Config } from '../../src/config';
-import { createLogger } from '../../src/common/logger';
+import { createLogger, type Logger } from '../../src/common/logger';
 import { startRuntime, type Runtime } from '../../src/server/bootstrap';
 import { createTestDatabase } from './db';
 import { TestIssuer } from './oidc-issuer';
@@ -30,7 +30,13 @@ export interface TestApp {
 /** Starts the whole service on port 0 against a fresh database and a local test issuer. */
 export async function startTestApp(
   env: Record<string, string> = {},
-  opts: { databaseUrl?: string; issuer?: TestIssuer; onQuery?: (sql: string) => void } = {},
+  opts: {
+    databaseUrl?: string;
+    issuer?: TestIssuer;
+    onQuery?: (sql: string) => void;
+    /** Where the service logs (the tests of log lines read them). */
+    log?: Logger;
+  } = {},
 ): Promise<TestApp> {
   const issuer = opts.issuer ?? (await TestIssuer.start());
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
@@ -45,11 +51,16 @@ export async function startTestApp(
     SHUTDOWN_TIMEOUT_MS: '5000',
     // Fixed, so that apps started on the same DATA_DIR and database read each other's secrets.
     BRIDGE_SECRET_KEY: '0'.repeat(64),
+    // Suites send far more than a person would; test/rate-limits.test.ts sets its own limits.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    RATE_LIMIT_UPLOADS_PER_MINUTE: '1000000',
+    RATE_LIMIT_DEPLOYMENTS_PER_MINUTE: '1000000',
     // No web app build unless a test brings one (test/web-app.test.ts).
     WEB_DIR: path.join(dataDir, 'web'),
     ...env,
   });
-  const runtime = await startRuntime(config, createLogger(config.logLevel), { onQuery: opts.onQuery });
+  const log = opts.log ?? createLogger(config.logLevel, { apiKeyHeader: config.apiKeyHeader });
+  const runtime = await startRuntime(config, log, { onQuery: opts.onQuery });
   const port = await runtime.app.listen(config.port, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const bridgePort = await runtime.bridge?.listen(0, '127.0.0.1');

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261123222036_idempotency_keys extends Migration {
+export class Migration20261124002036_idempotency_keys extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table "idempotency_keys" ("id" uuid not null, "owner_type" text not null, "owner_id" uuid not null, "key_hash" text not null, "fingerprint" text null, "status" text not null default 'running', "locked_until" timestamptz not null, "response" bytea null, "created_at" timestamptz not null, constraint "idempotency_keys_pkey" primary key ("id"));`);

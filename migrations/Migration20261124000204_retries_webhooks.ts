@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261123220204_retries_webhooks extends Migration {
+export class Migration20261124000204_retries_webhooks extends Migration {
 
   override async up(): Promise<void> {
     this.addSql(`create table "job_log_batches" ("id" bigint not null, "job_id" uuid not null, "lines" jsonb not null, "total_bytes" int not null, "at" timestamptz not null, constraint "job_log_batches_pkey" primary key ("id"));`);

@@ -1,0 +1,87 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { GraphQLError } from 'graphql';
+import type { Principal } from '../auth/principal';
+import type { Config } from '../config';
+import type { Logger } from '../common/logger';
+import { limitKey, RateLimit, RateLimited, rateLimitHeaders, type LimitState } from './rate-limiter';
+
+const MINUTE = 60;
+
+/**
+ * The per-principal limits of the API's requests (`RATE_LIMIT_PER_MINUTE`) and uploads
+ * (`RATE_LIMIT_UPLOADS_PER_MINUTE`), per minute; 0 turns one off. Deployment creation has its
+ * own, in the deployment service, whichever way it is asked for. Shared by all processes through PostgreSQL. A
+ * store that cannot be reached lets requests through: they need the database anyway, and
+ * answer for themselves when it is gone.
+ */
+export class RequestLimits {
+  private readonly requests: RateLimit | null;
+  private readonly uploads: RateLimit | null;
+
+  constructor(
+    orm: MikroORM,
+    config: Pick<Config, 'rateLimitPerMinute' | 'rateLimitUploadsPerMinute'>,
+    private readonly log: Logger,
+  ) {
+    const limit = (name: string, points: number, sweeps = false) =>
+      points > 0
+        ? new RateLimit(orm, { name, points, windowSeconds: MINUTE, blockInMemory: true, sweeps })
+        : null;
+    this.requests = limit('requests', config.rateLimitPerMinute, true);
+    this.uploads = limit('uploads', config.rateLimitUploadsPerMinute);
+  }
+
+  /** Every API request (REST, GraphQL over HTTP). */
+  requestMiddleware(): RequestHandler {
+    return this.middleware(this.requests, 'too many requests');
+  }
+
+  uploadMiddleware(): RequestHandler {
+    return this.middleware(this.uploads, 'too many uploads');
+  }
+
+  /** A websocket operation: counted like a request. Answers the error to send, if any. */
+  async subscription(principal: Principal | null, ip: string | undefined): Promise<GraphQLError | null> {
+    try {
+      await this.take(this.requests, limitKey(principal, ip), 'too many requests');
+      return null;
+    } catch (err) {
+      if (!(err instanceof RateLimited)) throw err;
+      return new GraphQLError(err.message, {
+        extensions: { code: 'RATE_LIMITED', retryAfter: err.retryAfterSeconds },
+      });
+    }
+  }
+
+  private middleware(limit: RateLimit | null, message: string): RequestHandler {
+    return async (req: Request, res: Response, next: NextFunction) => {
+      if (!limit) return next();
+      const key = limitKey((res.locals.principal as Principal | null) ?? null, req.ip);
+      try {
+        const state = await this.take(limit, key, message);
+        if (state) res.set(rateLimitHeaders(state));
+        next();
+      } catch (err) {
+        next(err); // a RateLimited answer carries its headers (sendError)
+      }
+    };
+  }
+
+  /** The state after taking `points`, or null when the limit is off or its store unreachable. */
+  private async take(
+    limit: RateLimit | null,
+    key: string,
+    message: string,
+    points = 1,
+  ): Promise<LimitState | null> {
+    if (!limit) return null;
+    try {
+      return await limit.take(key, message, points);
+    } catch (err) {
+      if (err instanceof RateLimited) throw err;
+      this.log.warn({ err, limit: limit.opts.name }, 'rate limit store unreachable; request let through');
+      return null;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { Router } from 'express';
+import { openApiDocument } from '../../rest-compat/openapi';
+import type { ApiDoc } from '../../rest-compat/route';
+import { restRoutes } from '../../rest-compat/routes';
+import { enumOf, object, string } from '../../rest-compat/schemas';
+import { uploadDoc } from '../../rest-compat/upload.route';
+import { jobEventDocs } from '../../rest-compat/job-events.route';
+import { loginDocs } from '../auth/login.routes';
+import { chatBridgeDocs } from '../chat-bridge/chat-bridge.routes';
+import type { Config } from '../config';
+import { mediaFileDoc } from '../media/media.http';
+import { cdrDoc } from '../telephony/cdr.routes';
+
+const serviceDocs: ApiDoc[] = [
+  {
+    method: 'get',
+    path: '/healthz',
+    operationId: 'Health',
+    summary: 'Answers while the process is alive',
+    security: 'none',
+    response: object({ status: enumOf(['ok']) }),
+  },
+  {
+    method: 'get',
+    path: '/readyz',
+    operationId: 'Ready',
+    summary: 'Answers 200 while the database is reachable, 503 `UNAVAILABLE` otherwise',
+    security: 'none',
+    response: object({ status: enumOf(['ready']) }),
+  },
+  {
+    method: 'get',
+    path: '/api/openapi.json',
+    operationId: 'OpenApi',
+    summary: 'This document',
+    security: 'none',
+    response: {
+      type: 'object',
+      properties: { openapi: string, paths: { type: 'object' } },
+      required: ['openapi', 'paths'],
+    },
+  },
+];
+
+/** Every documented path outside the route table. */
+export const documentedPaths: ApiDoc[] = [
+  ...serviceDocs,
+  ...loginDocs,
+  uploadDoc,
+  mediaFileDoc,
+  cdrDoc,
+  ...chatBridgeDocs,
+  ...jobEventDocs,
+];
+
+/** `GET /api/openapi.json`: the document, built once. */
+export function openApiRoutes(config: Config): Router {
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const document = JSON.stringify(
+    openApiDocument({
+      publicUrl: config.publicUrl,
+      bridgeUrl: `http://${host}:${config.bridgePort}`,
+      apiKeyHeader: config.apiKeyHeader,
+      routes: restRoutes,
+      others: documentedPaths,
+    }),
+  );
+  const router = Router();
+  router.get('/api/openapi.json', (_req, res) => {
+    res.type('application/json').send(document);
+  });
+  return router;
+}
