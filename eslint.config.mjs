@@ -31,7 +31,15 @@ export default tseslint.config(
   },
   {
     // The demo program runs as a job: its environment (OUTPUT_DIR) is its input, not our config.
-    files: ['src/config.ts', 'src/demo-models/**', 'test/**', 'test-browser/**', 'bench/**', 'scripts/**'],
+    files: [
+      'src/config.ts',
+      'src/demo-models/**',
+      'test/**',
+      'test-slurm/**',
+      'test-browser/**',
+      'bench/**',
+      'scripts/**',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -5,15 +5,12 @@
  *    time, next to a bare INSERT + NOTIFY round trip on the same database, measured in the same run;
  * 2. throughput: BENCH_THROUGHPUT trivial jobs created at once, until the last one succeeded.
  */
-import { createClient } from 'graphql-ws';
 import { Client } from 'pg';
-import WebSocket from 'ws';
-import { percentile, printTable, setting, SMOKE, startService } from './lib';
+import { jobsClient, now, percentile, printTable, setting, SMOKE, startService } from './lib';
 
 const JOBS = setting('BENCH_JOBS', 200, 5);
 const THROUGHPUT = setting('BENCH_THROUGHPUT', 1000, 10);
 
-const ms = (ns: bigint) => Number(ns) / 1e6;
 const fmt = (v: number) => v.toFixed(1);
 
 /** The bare floor: a row inserted and NOTIFYed by one connection, heard by another. */
@@ -29,12 +26,12 @@ async function bareRoundTrips(databaseUrl: string, n: number): Promise<number[]>
     const times: number[] = [];
     for (let i = 0; i < n; i++) {
       const heard = new Promise<void>((resolve) => listener.once('notification', () => resolve()));
-      const start = process.hrtime.bigint();
+      const start = now();
       await writer.query(
         `with row as (insert into bench_events default values returning id) select pg_notify('bench_events', id::text) from row`,
       );
       await heard;
-      times.push(ms(process.hrtime.bigint() - start));
+      times.push(now() - start);
     }
     return times;
   } finally {
@@ -45,75 +42,11 @@ async function bareRoundTrips(databaseUrl: string, n: number): Promise<number[]>
 export async function run(): Promise<void> {
   const sut = await startService({ ROLES: 'api,worker', LOCAL_EXECUTOR_TRUST: 'any' });
   const auth = `Bearer ${await sut.token('bench')}`;
-  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
-    const res = await fetch(`${sut.service.url}/graphql`, {
-      method: 'POST',
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ query, variables }),
-    });
-    const body = (await res.json()) as {
-      data?: Record<string, { id: string; job?: { id: string } }>;
-      errors?: unknown;
-    };
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
-    return body.data!;
-  };
-  const { createModel } = await gql(
-    'mutation { createModel(input: { name: "trivial", container: "local", command: "true {args}", args: [] }) { id } }',
-  );
-  const create = async () =>
-    (
-      await gql(
-        'mutation ($m: ID!) { createDeployment(input: { name: "b", modelId: $m, args: {} }) { job { id } } }',
-        {
-          m: createModel.id,
-        },
-      )
-    ).createDeployment.job!.id;
-
-  // Events per job id, with the time each arrived.
-  const arrivals = new Map<string, Map<string, bigint>>();
-  const waiters = new Map<string, () => void>();
-  const client = createClient({
-    url: `${sut.service.url.replace('http', 'ws')}/graphql`,
-    webSocketImpl: WebSocket,
-    connectionParams: { authorization: auth },
-  });
+  const { create, eventOf, latencies, dispose } = await jobsClient(sut.service.url, auth, 'true {args}');
   try {
-    await new Promise<void>((ready, reject) => {
-      client.subscribe<{ jobs: { id: string; status: string } }>(
-        { query: 'subscription { jobs { id status } }' },
-        {
-          next: ({ data }) => {
-            const { id, status } = data!.jobs;
-            const seen = arrivals.get(id) ?? new Map<string, bigint>();
-            seen.set(status, process.hrtime.bigint());
-            arrivals.set(id, seen);
-            waiters.get(`${id}:${status}`)?.();
-          },
-          error: reject,
-          complete: () => undefined,
-        },
-      );
-      setTimeout(ready, 300);
-    });
-    const eventOf = (id: string, status: string) =>
-      arrivals.get(id)?.has(status)
-        ? Promise.resolve()
-        : new Promise<void>((resolve) => waiters.set(`${id}:${status}`, resolve));
-
     for (let i = 0; i < (SMOKE ? 1 : 10); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
-    const toRunning: number[] = [];
-    const toSucceeded: number[] = [];
-    for (let i = 0; i < JOBS; i++) {
-      const start = process.hrtime.bigint();
-      const id = await create();
-      await eventOf(id, 'SUCCEEDED');
-      const seen = arrivals.get(id)!;
-      toRunning.push(ms(seen.get('RUNNING')! - start));
-      toSucceeded.push(ms(seen.get('SUCCEEDED')! - start));
-    }
+    const { running: toRunning, succeeded: toSucceeded } = await latencies(JOBS);
     const bare = await bareRoundTrips(sut.db.url, JOBS);
     const row = (what: string, v: number[]) => ({
       what,
@@ -127,7 +60,7 @@ export async function run(): Promise<void> {
       row('createDeployment -> SUCCEEDED event', toSucceeded),
     ]);
 
-    const start = process.hrtime.bigint();
+    const start = now();
     // Created by 50 concurrent requests: a thousand connections at once overflowed the listen
     // backlog of a loaded machine (connection resets), which is not what this measures.
     const ids: string[] = [];
@@ -141,12 +74,12 @@ export async function run(): Promise<void> {
       }),
     );
     await Promise.all(ids.map((id) => eventOf(id, 'SUCCEEDED')));
-    const seconds = ms(process.hrtime.bigint() - start) / 1000;
+    const seconds = (now() - start) / 1000;
     printTable(`Throughput of ${THROUGHPUT} trivial jobs created by 50 concurrent requests`, [
       { jobs: THROUGHPUT, seconds: seconds.toFixed(1), 'jobs/s': (THROUGHPUT / seconds).toFixed(0) },
     ]);
   } finally {
-    await client.dispose();
+    await dispose();
     await sut.stop();
   }
 }

@@ -1,3 +1,4 @@
+import { createClient } from 'graphql-ws';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -5,6 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import WebSocket from 'ws';
 import { devIssuerUrl, loadDevSigningKey, signUserToken } from '../src/auth/dev-issuer';
 import { createLogger } from '../src/common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded-postgres';
@@ -190,6 +192,88 @@ export function printTable(title: string, rows: Record<string, string | number>[
   console.log(`| ${cols.join(' | ')} |`);
   console.log(`| ${cols.map(() => '---').join(' | ')} |`);
   for (const r of rows) console.log(`| ${cols.map((c) => r[c]).join(' | ')} |`);
+}
+
+/** Milliseconds on a monotonic clock. */
+export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/**
+ * A client of a service's jobs: GraphQL over HTTP, a model whose command is `command`, and the
+ * `jobs` subscription's events with the time each arrived (`eventOf` waits for one).
+ */
+export async function jobsClient(url: string, auth: string, command: string) {
+  const gql = async (query: string, variables: Record<string, unknown> = {}) => {
+    const res = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as {
+      data?: Record<string, { id: string; job?: { id: string } }>;
+      errors?: unknown;
+    };
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data!;
+  };
+  const { createModel } = await gql(
+    'mutation ($c: String!) { createModel(input: { name: "trivial", container: "local", command: $c, args: [] }) { id } }',
+    { c: command },
+  );
+  /** Creates a deployment of the model; answers its job id. */
+  const create = async () =>
+    (
+      await gql(
+        'mutation ($m: ID!) { createDeployment(input: { name: "b", modelId: $m, args: {} }) { job { id } } }',
+        {
+          m: createModel.id,
+        },
+      )
+    ).createDeployment.job!.id;
+
+  // Events per job id, with the time each arrived.
+  const arrivals = new Map<string, Map<string, number>>();
+  const waiters = new Map<string, () => void>();
+  const client = createClient({
+    url: `${url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: auth },
+  });
+  await new Promise<void>((ready, reject) => {
+    client.subscribe<{ jobs: { id: string; status: string } }>(
+      { query: 'subscription { jobs { id status } }' },
+      {
+        next: ({ data }) => {
+          const { id, status } = data!.jobs;
+          const seen = arrivals.get(id) ?? new Map<string, number>();
+          seen.set(status, now());
+          arrivals.set(id, seen);
+          waiters.get(`${id}:${status}`)?.();
+        },
+        error: reject,
+        complete: () => undefined,
+      },
+    );
+    setTimeout(ready, 300);
+  });
+  const eventOf = (id: string, status: string) =>
+    arrivals.get(id)?.has(status)
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => waiters.set(`${id}:${status}`, resolve));
+  /** `n` jobs one at a time: ms from sending createDeployment to their RUNNING and SUCCEEDED events. */
+  const latencies = async (n: number, createOne = create) => {
+    const running: number[] = [];
+    const succeeded: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const start = now();
+      const id = await createOne();
+      await eventOf(id, 'SUCCEEDED');
+      const seen = arrivals.get(id)!;
+      running.push(seen.get('RUNNING')! - start);
+      succeeded.push(seen.get('SUCCEEDED')! - start);
+    }
+    return { running, succeeded };
+  };
+  return { gql, create, arrivals, eventOf, latencies, dispose: () => client.dispose() };
 }
 
 /** Streams a multipart upload of `size` bytes (a PNG signature, then filler) from one reused buffer. */

@@ -7,8 +7,9 @@ import * as billing from './billing.bench';
 import * as jobs from './jobs.bench';
 import * as list from './list.bench';
 import * as media from './media.bench';
+import * as slurm from './slurm.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, billing };
+const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, billing, slurm };
 
 async function main() {
   const name = process.argv.slice(2).find((a) => !a.startsWith('--'));

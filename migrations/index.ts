@@ -9,6 +9,7 @@ import { Migration20261122215726_jobs } from './Migration20261122215726_jobs';
 import { Migration20261122220235_job_outputs } from './Migration20261122220235_job_outputs';
 import { Migration20261122220821_billing } from './Migration20261122220821_billing';
 import { Migration20261123213559_web_sessions } from './Migration20261123213559_web_sessions';
+import { Migration20261123215435_slurm_executor } from './Migration20261123215435_slurm_executor';
 import { Migration20261123220024_persisted_documents } from './Migration20261123220024_persisted_documents';
 import { Migration20261123221725_rate_limits } from './Migration20261123221725_rate_limits';
 import { Migration20261123232021_jobs_queued_index } from './Migration20261123232021_jobs_queued_index';
@@ -26,6 +27,7 @@ export const migrationsList = [
   { name: 'Migration20261122220235_job_outputs', class: Migration20261122220235_job_outputs },
   { name: 'Migration20261122220821_billing', class: Migration20261122220821_billing },
   { name: 'Migration20261123213559_web_sessions', class: Migration20261123213559_web_sessions },
+  { name: 'Migration20261123215435_slurm_executor', class: Migration20261123215435_slurm_executor },
   { name: 'Migration20261123220024_persisted_documents', class: Migration20261123220024_persisted_documents },
   { name: 'Migration20261123221725_rate_limits', class: Migration20261123221725_rate_limits },
   { name: 'Migration20261123232021_jobs_queued_index', class: Migration20261123232021_jobs_queued_index },

@@ -65,7 +65,7 @@ describe('loadConfig', () => {
         ROLES: 'api,cook',
         MAX_UPLOAD_BYTES: '-1',
         GRAPHQL_IDE: 'maybe',
-        EXECUTOR: 'slurm',
+        EXECUTOR: 'kubernetes',
         LOCAL_EXECUTOR_CONCURRENCY: '0',
       });
     } catch (e) {
@@ -122,6 +122,89 @@ describe('loadConfig', () => {
       'OIDC_TIMEOUT_SECONDS',
       'SESSION_TTL_SECONDS',
     ]);
+  });
+
+  describe('executors', () => {
+    it('has the documented defaults: jobs under DATA_DIR, as many jobs as CPUs locally', () => {
+      const c = loadConfig({ DATA_DIR: '/srv/media' });
+      expect(c).toMatchObject({
+        jobsDir: '/srv/media/jobs',
+        workerConcurrency: availableParallelism(),
+        machineTypes: null,
+        slurmContainerRuntime: 'none',
+        slurmPollSeconds: 2,
+      });
+      expect(loadConfig({ LOCAL_EXECUTOR_CONCURRENCY: '3' }).workerConcurrency).toBe(3);
+    });
+
+    it('lets a worker on a cluster follow thousands of jobs, not as many as it has CPUs', () => {
+      const c = loadConfig({ EXECUTOR: 'slurm', JOBS_DIR: '/shared/jobs', WORKER_CONCURRENCY: '20000' });
+      expect(c).toMatchObject({ executor: 'slurm', jobsDir: '/shared/jobs', workerConcurrency: 20000 });
+      expect(loadConfig({ EXECUTOR: 'slurm' }).workerConcurrency).toBe(5000);
+    });
+
+    it('refuses bad executor settings, naming each', () => {
+      let error: ConfigError | undefined;
+      try {
+        loadConfig({
+          EXECUTOR: 'slurm',
+          JOBS_DIR: '/shared/a,b',
+          WORKER_CONCURRENCY: '0',
+          SLURM_CONTAINER_RUNTIME: 'docker',
+          SLURM_POLL_SECONDS: '0',
+        });
+      } catch (e) {
+        error = e as ConfigError;
+      }
+      expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+        'JOBS_DIR',
+        'SLURM_CONTAINER_RUNTIME',
+        'SLURM_POLL_SECONDS',
+        'WORKER_CONCURRENCY',
+      ]);
+    });
+
+    it('reads machine types from YAML or JSON and names what is wrong in the file', () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'machines-'));
+      const yaml = path.join(dir, 'machines.yaml');
+      writeFileSync(
+        yaml,
+        [
+          'machine_types:',
+          '  a100:',
+          '    description: one NVIDIA A100',
+          '    slurm: { partition: gpu, gres: "gpu:a100:1", cpus: 8, memory: 64G, account: ml, qos: normal }',
+          '    kubernetes:',
+          '      resources: { requests: { cpu: "8", memory: 64Gi }, limits: { nvidia.com/gpu: 1 } }',
+          '  cpu: {}',
+        ].join('\n'),
+      );
+      const types = loadConfig({ MACHINE_TYPES_FILE: yaml }).machineTypes!;
+      expect([...types.keys()]).toEqual(['a100', 'cpu']);
+      expect(types.get('a100')).toEqual({
+        description: 'one NVIDIA A100',
+        slurm: { partition: 'gpu', gres: 'gpu:a100:1', cpus: 8, memory: '64G', account: 'ml', qos: 'normal' },
+        kubernetes: {
+          resources: { requests: { cpu: '8', memory: '64Gi' }, limits: { 'nvidia.com/gpu': 1 } },
+        },
+      });
+      const json = path.join(dir, 'machines.json');
+      writeFileSync(json, JSON.stringify({ machine_types: { small: { slurm: { cpus: 1 } } } }));
+      expect(loadConfig({ MACHINE_TYPES_FILE: json }).machineTypes!.get('small')).toEqual({
+        slurm: { cpus: 1 },
+      });
+      const bad = path.join(dir, 'bad.yaml');
+      writeFileSync(
+        bad,
+        'machine_types:\n  a100:\n    slurm: { partition: "gpu --wrap=x", cpus: many, nodes: 2 }\n    gpu: 1\n',
+      );
+      expect(() => loadConfig({ MACHINE_TYPES_FILE: bad })).toThrow(
+        /MACHINE_TYPES_FILE: .*unknown key "gpu".*a100\.slurm\.partition.*a100\.slurm\.cpus.*unknown key "nodes"/,
+      );
+      expect(() => loadConfig({ MACHINE_TYPES_FILE: path.join(dir, 'missing.yaml') })).toThrow(
+        /MACHINE_TYPES_FILE: cannot read .* \(ENOENT\)/,
+      );
+    });
   });
 
   it('requires S3_BUCKET with STORAGE=s3', () => {

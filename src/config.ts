@@ -2,10 +2,17 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_PRICES, parsePriceList, type PriceList } from './billing/billing.prices';
+import { parseMachineTypes, type MachineTypes } from './common/machine-types';
 
 /** The one place that reads process.env. Everything else receives a frozen Config. */
 
 export type Role = 'api' | 'worker' | 'bridge';
+
+export const SLURM_CONTAINER_RUNTIMES = ['none', 'pyxis', 'apptainer', 'oci'] as const;
+export type SlurmContainerRuntime = (typeof SLURM_CONTAINER_RUNTIMES)[number];
+
+/** Jobs a worker follows at once on a cluster by default (each costs a little memory, no process). */
+export const CLUSTER_WORKER_CONCURRENCY = 5000;
 
 /** An inclusive range of numbers (phone numbers or extensions) of a telephony pool. */
 export interface NumberRange {
@@ -53,8 +60,20 @@ export interface Config {
   localExecutorTrust: 'builtin' | 'any';
   /** Jobs the local executor runs at once. */
   localExecutorConcurrency: number;
-  /** PATH of the processes the local executor starts. */
+  /** PATH of the processes the local executor starts (and of Slurm jobs and commands). */
   localExecutorPath: string;
+  /** Jobs' working directories; shared with the compute nodes for cluster executors. */
+  jobsDir: string;
+  /** Jobs one worker process dispatches and follows at once. */
+  workerConcurrency: number;
+  /** `MACHINE_TYPES_FILE`: what each machine type means per executor; null: none configured. */
+  machineTypes: MachineTypes | null;
+  /** How a model's container runs on Slurm. */
+  slurmContainerRuntime: SlurmContainerRuntime;
+  /** How often a worker reads its jobs' states from Slurm (one `squeue` per poll). */
+  slurmPollSeconds: number;
+  /** Slurm's own `SLURM_CONF`, handed to the Slurm commands the worker runs. */
+  slurmConf: string | undefined;
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
@@ -260,14 +279,24 @@ class Parser {
 
   /** A price list file (JSON or YAML, docs/billing.md); unset: the built-in one. */
   prices(name: string): PriceList {
+    return this.file(name, parsePriceList, DEFAULT_PRICES);
+  }
+
+  /** A machine types file (JSON or YAML, docs/executors.md); unset: null. */
+  machineTypes(name: string): MachineTypes | null {
+    return this.file(name, parseMachineTypes, null);
+  }
+
+  /** A file named by `name`, parsed; unset, unreadable or invalid: `fallback` (and a problem). */
+  private file<T>(name: string, parse: (text: string) => T, fallback: T): T {
     const file = this.raw(name);
-    if (file === undefined) return DEFAULT_PRICES;
+    if (file === undefined) return fallback;
     try {
-      return parsePriceList(readFileSync(file, 'utf8'));
+      return parse(readFileSync(file, 'utf8'));
     } catch (err) {
       const { code, message } = err as NodeJS.ErrnoException;
       this.problems.push(`${name}: ${code ? `cannot read "${file}" (${code})` : `"${file}": ${message}`}`);
-      return DEFAULT_PRICES;
+      return fallback;
     }
   }
 
@@ -309,8 +338,16 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
   const executor = p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local');
-  // The names are the contract; the cluster adapters are not built yet (docs/jobs.md).
-  if (executor !== 'local') p.problems.push(`EXECUTOR: "${executor}" is not available yet; use local`);
+  // The name is the contract; its adapter is not built yet (docs/executors.md).
+  if (executor === 'kubernetes')
+    p.problems.push(`EXECUTOR: "${executor}" is not available yet; use local or slurm`);
+  const dataDir = path.resolve(p.str('DATA_DIR', './.data'));
+  const jobsDir = path.resolve(p.str('JOBS_DIR', path.join(dataDir, 'jobs')));
+  const slurmContainerRuntime = p.oneOf('SLURM_CONTAINER_RUNTIME', SLURM_CONTAINER_RUNTIMES, 'none');
+  // Container runtimes take the job's directory in mount lists separated by `,` and `:`.
+  if (executor === 'slurm' && /[,:\n]/.test(jobsDir))
+    p.problems.push(`JOBS_DIR: "${jobsDir}" must not contain commas, colons or newlines with EXECUTOR=slurm`);
+  const localExecutorConcurrency = p.int('LOCAL_EXECUTOR_CONCURRENCY', availableParallelism(), 1, 1024);
   const oidcScopes = p.str('OIDC_SCOPES', 'openid profile email offline_access');
   if (!oidcScopes.split(/\s+/).includes('openid')) p.problems.push('OIDC_SCOPES: must include openid');
   const storage = p.oneOf('STORAGE', ['local', 's3'] as const, 'local');
@@ -354,7 +391,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     port,
     publicUrl,
     cdnUrl: p.url('CDN_URL', publicUrl)!,
-    dataDir: path.resolve(p.str('DATA_DIR', './.data')),
+    dataDir,
     databaseUrl: p.url('DATABASE_URL', undefined, ['postgres:', 'postgresql:']),
     // Auth0's issuer ends with a slash, and tokens must name it exactly.
     oidcIssuer: p.url('OIDC_ISSUER', undefined, ['http:', 'https:'], true),
@@ -384,8 +421,20 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     maxBodyBytes: p.int('MAX_BODY_BYTES', 1024 * 1024, 1024),
     adminSubjects: p.list('ADMIN_SUBJECTS'),
     localExecutorTrust: p.oneOf('LOCAL_EXECUTOR_TRUST', ['builtin', 'any'] as const, 'builtin'),
-    localExecutorConcurrency: p.int('LOCAL_EXECUTOR_CONCURRENCY', availableParallelism(), 1, 1024),
+    localExecutorConcurrency,
     localExecutorPath: p.str('PATH', '/usr/local/bin:/usr/bin:/bin'),
+    jobsDir,
+    // A local job takes a CPU; a cluster job costs the worker only what following it costs.
+    workerConcurrency: p.int(
+      'WORKER_CONCURRENCY',
+      executor === 'local' ? localExecutorConcurrency : CLUSTER_WORKER_CONCURRENCY,
+      1,
+      100_000,
+    ),
+    machineTypes: p.machineTypes('MACHINE_TYPES_FILE'),
+    slurmContainerRuntime,
+    slurmPollSeconds: p.int('SLURM_POLL_SECONDS', 2, 1, 600),
+    slurmConf: p.raw('SLURM_CONF'),
     graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),

@@ -7,51 +7,11 @@ import { WorkerInstance } from '../src/jobs/job.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { createTestDatabase } from './helpers/db';
 import { TestIssuer } from './helpers/oidc-issuer';
-import { alive } from './helpers/jobs';
+import { alive, restApi as api } from './helpers/jobs';
 import { until } from './helpers/media';
 import { spawnService, type Spawned } from './helpers/process';
 
 jest.setTimeout(120_000);
-
-const PROGRAM = path.join(__dirname, 'fixtures', 'job-program.js');
-
-/** REST calls to a service on `port`. */
-function api(port: number, auth: string) {
-  const call = async (method: string, url: string, body?: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${port}${url}`, {
-      method,
-      headers: { authorization: auth, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  return {
-    call,
-    /** A model running the fixture program in `mode`, then a deployment of it; answers the job id. */
-    async run(mode: string): Promise<string> {
-      const model = await call('POST', '/api/v1/models', {
-        name: mode,
-        container: 'local',
-        command: `node "${PROGRAM}" ${mode} {args}`,
-        args: {},
-      });
-      const deployment = await call('POST', '/api/v1/deployments', {
-        name: mode,
-        model_id: model.body.id,
-        args: {},
-      });
-      const job = await call('GET', `/api/v1/deployments/${deployment.body.id as string}`);
-      return (job.body.job as { id: string }).id;
-    },
-    async job(id: string) {
-      return (await call('GET', `/api/v1/jobs/${id}`)).body as {
-        status: string;
-        external_id: string | null;
-        error: string | null;
-      };
-    },
-  };
-}
 
 describe('two service instances on one database', () => {
   let issuer: TestIssuer;

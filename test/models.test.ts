@@ -344,6 +344,11 @@ describe('argument and field validation', () => {
     ['timeout_seconds above a day', { timeout_seconds: 86401 }, { timeoutSeconds: expect.any(String) }],
     ['an empty name', { name: '  ' }, { name: 'is required' }],
     ['a container with spaces', { container: 'a b' }, { container: 'must not contain whitespace' }],
+    [
+      "a container of the service's own",
+      { container: 'builtin/media-demo' },
+      { container: "builtin/... names the service's own containers" },
+    ],
     ['a too long description', { description: 'x'.repeat(10_001) }, { description: expect.any(String) }],
   ];
 

@@ -1,4 +1,4 @@
-import { DEFAULT_PRICES, machinePrice, parsePriceList } from './billing.prices';
+import { DEFAULT_PRICES, machinePrice, parsePriceList, priceListGaps } from './billing.prices';
 
 describe('price lists', () => {
   it('has a built-in default in USD with cpu, gpu and a default for other machine types', () => {
@@ -62,5 +62,16 @@ describe('price lists', () => {
     expect(() => parsePriceList('currency: USD\nper_machine_second: 5\nstorage_per_gb_month: 1\n')).toThrow(
       /per_machine_second: expected an object/,
     );
+  });
+
+  it('names the machine types priced but not defined, and defined but not priced', () => {
+    expect(priceListGaps(DEFAULT_PRICES, ['cpu', 'a100'])).toEqual({
+      pricedNotDefined: ['gpu'],
+      definedNotPriced: ['a100'],
+    });
+    expect(priceListGaps(DEFAULT_PRICES, ['cpu', 'gpu'])).toEqual({
+      pricedNotDefined: [],
+      definedNotPriced: [],
+    });
   });
 });

@@ -94,6 +94,23 @@ export function machinePrice(prices: PriceList, machineType: string): Decimal {
   return prices.perMachineSecond.get(machineType) ?? prices.perMachineSecond.get(DEFAULT_MACHINE_TYPE)!;
 }
 
+/**
+ * Where the price list and the machine types (MACHINE_TYPES_FILE) disagree: types priced but
+ * not defined (no model can use them), and types defined but not priced (billed at `default`).
+ */
+export function priceListGaps(
+  prices: PriceList,
+  defined: Iterable<string>,
+): { pricedNotDefined: string[]; definedNotPriced: string[] } {
+  const types = new Set(defined);
+  return {
+    pricedNotDefined: [...prices.perMachineSecond.keys()].filter(
+      (t) => t !== DEFAULT_MACHINE_TYPE && !types.has(t),
+    ),
+    definedNotPriced: [...types].filter((t) => !prices.perMachineSecond.has(t)),
+  };
+}
+
 function minorDigitsOf(code: string): number | undefined {
   if (!/^[A-Z]{3}$/.test(code) || !Intl.supportedValuesOf('currency').includes(code)) return undefined;
   return new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions()

@@ -57,7 +57,15 @@ export function cancelAfterSeconds(text: string | null | undefined): number | nu
 export class DeploymentService {
   constructor(
     private readonly orm: MikroORM,
-    private readonly config: Pick<Config, 'executor' | 'localExecutorTrust' | 'adminSubjects' | 'dataDir'>,
+    private readonly config: Pick<
+      Config,
+      | 'executor'
+      | 'localExecutorTrust'
+      | 'adminSubjects'
+      | 'jobsDir'
+      | 'machineTypes'
+      | 'slurmContainerRuntime'
+    >,
     private readonly models: ModelService,
     private readonly media: MediaService,
     private readonly waiter: JobWaiter,
@@ -67,9 +75,12 @@ export class DeploymentService {
     private readonly lifecycle: JobLifecycle | null = null,
   ) {}
 
-  /** Where a job's processes run and write, on the worker's host; one directory per job. */
+  /**
+   * Where a job's processes run and write, one directory per job under JOBS_DIR: on the worker's
+   * host, and for a cluster on a file system the compute nodes share.
+   */
   workDirOf(jobId: string): string {
-    return path.join(this.config.dataDir, 'jobs', jobId);
+    return path.join(this.config.jobsDir, jobId);
   }
 
   /**
@@ -100,6 +111,7 @@ export class DeploymentService {
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
     const model = await this.models.get(principal, input.modelId);
+    this.assertMachineType(model);
     await this.assertRunnable(model);
     const { values, files } = checkArgs(model.args, input.args);
     const assets = await this.media.ownedLive(
@@ -115,9 +127,12 @@ export class DeploymentService {
     const jobId = randomUUID();
     const inputs: JobInput[] = [...assets.values()].map((a) => ({
       mediaId: a.id,
-      // Local storage is read in place; other storage is staged by the worker into the job's
-      // directory, its working directory, so the relative path holds on whichever host runs it.
-      path: this.media.localPathOf(a) ?? path.join('inputs', storageKey(a)),
+      // Local storage is read in place by local jobs; otherwise the worker stages a copy into the
+      // job's directory, its working directory, so the relative path holds on whichever host
+      // runs it (a cluster's nodes see JOBS_DIR, not the service's media directory).
+      path:
+        (this.config.executor === 'local' ? this.media.localPathOf(a) : null) ??
+        path.join('inputs', storageKey(a)),
     }));
     let argv: string[];
     try {
@@ -276,19 +291,39 @@ export class DeploymentService {
     return readByIds(this.orm, Deployment, ids);
   }
 
+  /** With a machine types file, a model whose machine type has since been removed cannot run. */
+  private assertMachineType(model: Model): void {
+    const types = this.config.machineTypes;
+    if (!types || types.has(model.machineType)) return;
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `this model cannot run: its machine type "${model.machineType}" is not defined any more`,
+      {
+        modelId: `its machine type "${model.machineType}" is not one of ${[...types.keys()].join(', ')} (MACHINE_TYPES_FILE); its owner must choose another`,
+      },
+    );
+  }
+
   /**
-   * The local executor runs commands on this host as the service's own user, so by default it
-   * runs only built-in models and models of operators (ADMIN_SUBJECTS).
+   * The local executor, and Slurm without a container runtime, run commands as the service's
+   * own user (here, or on the cluster's nodes), so by default they run only built-in models and
+   * models of operators (ADMIN_SUBJECTS). In a container, any model may run.
    */
   private async assertRunnable(model: Model): Promise<void> {
-    if (this.config.executor !== 'local' || this.config.localExecutorTrust === 'any' || model.builtin) return;
+    const direct =
+      this.config.executor === 'local' ||
+      (this.config.executor === 'slurm' && this.config.slurmContainerRuntime === 'none');
+    if (!direct || this.config.localExecutorTrust === 'any' || model.builtin) return;
     if (model.ownerType === 'user' && model.ownerId) {
       const owner = await this.orm.em.fork().findOne(User, { id: model.ownerId });
       if (owner && this.config.adminSubjects.includes(owner.subject)) return;
     }
     throw new AppError(
       'FORBIDDEN',
-      'the local executor runs only built-in models and models of operators; ' +
+      (this.config.executor === 'local'
+        ? 'the local executor runs'
+        : 'without a container runtime (SLURM_CONTAINER_RUNTIME=none), Slurm runs') +
+        ' only built-in models and models of operators; ' +
         'an operator can run this one, or a single-user install can set LOCAL_EXECUTOR_TRUST=any',
     );
   }

@@ -1,8 +1,12 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import type { Executor } from './executor.port';
 import { LocalExecutor } from './local.executor';
+import { SlurmExecutor } from './slurm.executor';
+
+const compiled = path.extname(__filename) === '.js';
 
 /**
  * Programs the service provides itself, by the name model commands use. The demo program runs
@@ -15,15 +19,37 @@ export function builtinPrograms(): Record<string, string[]> {
 
 /** How to run one of the service's own programs (`src/<name>`): compiled, or from source via swc. */
 function nodeProgram(name: string): string[] {
-  const compiled = path.extname(__filename) === '.js';
   const script = path.join(__dirname, '..', `${name}${compiled ? '.js' : '.ts'}`);
   return compiled
     ? [process.execPath, script]
     : [process.execPath, '-r', require.resolve('@swc-node/register'), script];
 }
 
-/** The executor the configuration names (only `local` exists so far; config refuses the others). */
+/**
+ * The Slurm batch script: a file of the sources (the compiler does not copy it), found beside
+ * this file in `src/executors/` whether the service runs from `dist/` or from source.
+ */
+export function slurmJobScript(): string {
+  const script = compiled
+    ? path.resolve(__dirname, '..', '..', '..', 'src', 'executors', 'slurm.job.sh')
+    : path.join(__dirname, 'slurm.job.sh');
+  if (!existsSync(script)) throw new Error(`the Slurm batch script ${script} is missing`);
+  return script;
+}
+
+/** The executor the configuration names (config refuses `kubernetes` until it exists). */
 export function createExecutor(config: Config, log: Logger): Executor {
+  if (config.executor === 'slurm')
+    return new SlurmExecutor({
+      path: config.localExecutorPath,
+      slurmConf: config.slurmConf,
+      pollSeconds: config.slurmPollSeconds,
+      runtime: config.slurmContainerRuntime,
+      machineTypes: config.machineTypes,
+      programs: builtinPrograms(),
+      script: slurmJobScript(),
+      log,
+    });
   return new LocalExecutor({
     concurrency: config.localExecutorConcurrency,
     path: config.localExecutorPath,

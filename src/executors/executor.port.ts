@@ -18,41 +18,80 @@ export interface JobSpec {
 export type LogStream = 'stdout' | 'stderr';
 
 export interface JobExit {
-  /** Null when the process was killed by a signal. */
+  /** Null when the process was killed by a signal, or when the executor cannot know it. */
   exitCode: number | null;
   signal: string | null;
   /** Set when the executor ended the job itself (timeout, cancel) or lost track of it. */
   reason: 'timeout' | 'canceled' | 'lost' | null;
   /**
+   * Why it ended, in words, when the exit code does not say it all: a cluster's end state
+   * (`the node running it failed (Slurm: NODE_FAIL)`). The job's error then.
+   */
+  detail?: string;
+  /**
    * True when the job failed because of the infrastructure, not the program: the executor lost
-   * it, node failure, preemption, boot failure. Such failures are retried automatically
-   * (the model's `max_retries`).
+   * it, its node failed, it was preempted, its node did not boot. Such failures are retried
+   * automatically (the model's `max_retries`).
    */
   infrastructure?: boolean;
 }
 
-export interface RunningJob {
-  /** The executor's own handle: a process id, a Slurm job id, a pod name. */
-  externalId: string;
-  /** Settles when the job has ended and all its output lines were delivered. */
-  finished: Promise<JobExit>;
+/**
+ * What an executor tells about a job it follows, in order, from one loop per executor (one
+ * `squeue` per poll, one watch), never a process per job.
+ */
+export interface JobObserver {
+  /** Waiting for resources; `reason` in the cluster's words (`Resources`, `Priority`), if any. */
+  pending(reason: string | null): void;
+  /** The program started, on these nodes (host names, or Slurm host lists such as `gpu[01-04]`). */
+  running(nodes: string[]): void;
+  /**
+   * A line the program printed. `earlier` marks lines printed before this process followed the
+   * job (a job taken over after a restart): they belong to its log but were shown already.
+   */
+  line(stream: LogStream, line: string, earlier?: boolean): void;
+  /** Once, last: the job ended and every line was delivered. */
+  ended(exit: JobExit): void;
 }
 
 /**
  * Runs jobs somewhere: local processes, a Slurm cluster, Kubernetes. Small on purpose; the job
  * runner owns states, events, outputs and retries.
+ *
+ * A job is identified by our job id and, once submitted, by the executor's own id (`externalId`:
+ * a process id, a Slurm job id, a Kubernetes Job name). An executor whose jobs are `detached`
+ * lets any worker process follow a job it did not submit (`adopt`); it also marks every job with
+ * our job id (a Slurm job name, a label), so that a job whose submission was never recorded (the
+ * worker crashed in between) is found again instead of being submitted twice.
  */
 export interface Executor {
   readonly name: string;
-  /** Starts the job; `onLine` receives its output line by line. */
-  submit(spec: JobSpec, onLine: (stream: LogStream, line: string) => void): Promise<RunningJob>;
-  /** Stops a running job (idempotent); its `finished` then settles with reason `canceled`. */
+  /** Jobs outlive the worker process: another process can adopt them. */
+  readonly detached: boolean;
+  /**
+   * Starts the job and follows it, reporting to `observer`. Answers the external id once the
+   * executor has the job (a detached executor: once it is queued, maybe before it runs).
+   */
+  submit(spec: JobSpec, observer: JobObserver): Promise<string>;
+  /**
+   * Follows a job submitted earlier, by this or another process, from where it is now: its
+   * state, its log (lines printed so far come `earlier`), its end. Without `externalId` the job
+   * is found by the job id it carries. Answers its external id, or null when the executor does
+   * not know the job (then `observer.ended` reports it lost). Executors whose jobs are not
+   * `detached` cannot do this.
+   */
+  adopt(spec: JobSpec, externalId: string | null, observer: JobObserver): Promise<string | null>;
+  /** Stops a job (idempotent); a followed job then ends with reason `canceled` (or `timeout`). */
   cancel(externalId: string): Promise<void>;
   /**
    * After a restart: stops a job this executor started under an earlier process, if it still
-   * runs; answers whether anything was stopped. Its output cannot be followed any more.
+   * runs; answers whether anything was stopped. Its output cannot be followed any more. (Jobs of
+   * a detached executor are adopted instead.)
    */
   stopOrphan(jobId: string, externalId: string): Promise<boolean>;
-  /** Waits for running jobs to be stopped on shutdown. */
+  /**
+   * On shutdown. A local executor stops its jobs (they end with reason `canceled`); a detached
+   * one stops following them and leaves them running for another worker to adopt.
+   */
   close(): Promise<void>;
 }

@@ -1,8 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import type { Logger } from '../common/logger';
-import type { Executor, JobExit, JobSpec, LogStream, RunningJob } from './executor.port';
+import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from './executor.port';
 import type { LauncherMessage, SpawnRequest } from './launcher';
+import { LineSplitter } from './line-splitter';
+
+export { LineSplitter, MAX_LINE } from './line-splitter';
 
 export interface LocalExecutorOptions {
   concurrency: number;
@@ -17,33 +21,8 @@ export interface LocalExecutorOptions {
   killGraceMs?: number;
 }
 
-/** Longer output lines are cut here: a program without newlines must not grow memory. */
-export const MAX_LINE = 8192;
 /** Environment marker that ties a process (and its children) to its job, across restarts. */
 export const JOB_ENV = 'MEDIA_JOB_ID';
-
-/** Splits text chunks into lines (without the newline); a line is cut at MAX_LINE. */
-export class LineSplitter {
-  private partial = '';
-
-  constructor(private readonly onLine: (line: string) => void) {}
-
-  push(chunk: string): void {
-    let text = this.partial + chunk;
-    let nl: number;
-    while ((nl = text.indexOf('\n')) !== -1) {
-      this.onLine(text.slice(0, Math.min(nl, MAX_LINE)).replace(/\r$/, ''));
-      text = text.slice(nl + 1);
-    }
-    // A line longer than MAX_LINE keeps only its start; the rest is dropped up to the newline.
-    this.partial = text.length > MAX_LINE ? text.slice(0, MAX_LINE) : text;
-  }
-
-  end(): void {
-    if (this.partial) this.onLine(this.partial);
-    this.partial = '';
-  }
-}
 
 interface Running {
   /** The launcher that started it; if that one dies, so does the job. */
@@ -65,6 +44,8 @@ interface Running {
  */
 export class LocalExecutor implements Executor {
   readonly name = 'local';
+  /** A job's output pipes end with the process that started it: nothing can adopt it. */
+  readonly detached = false;
   private launcher: ChildProcess | null = null;
   /** By job id. */
   private readonly running = new Map<string, Running>();
@@ -74,7 +55,7 @@ export class LocalExecutor implements Executor {
 
   constructor(private readonly opts: LocalExecutorOptions) {}
 
-  async submit(spec: JobSpec, onLine: (stream: LogStream, line: string) => void): Promise<RunningJob> {
+  async submit(spec: JobSpec, observer: JobObserver): Promise<string> {
     if (this.closed) throw new Error('the executor is shutting down');
     const [program, ...args] = spec.argv;
     // Own keys only: a program named `constructor` is just a program of that name.
@@ -89,8 +70,8 @@ export class LocalExecutor implements Executor {
       pid: null,
       reason: null,
       lines: {
-        stdout: new LineSplitter((l) => onLine('stdout', l)),
-        stderr: new LineSplitter((l) => onLine('stderr', l)),
+        stdout: new LineSplitter((l) => observer.line('stdout', l)),
+        stderr: new LineSplitter((l) => observer.line('stderr', l)),
       },
       spawned: null as never,
       end: null as never,
@@ -130,8 +111,16 @@ export class LocalExecutor implements Executor {
     }
     const timer = setTimeout(() => this.stop(job, 'timeout'), spec.timeoutSeconds * 1000);
     timer.unref();
-    void job.finished.finally(() => clearTimeout(timer));
-    return { externalId: String(job.pid), finished: job.finished };
+    void job.finished.then((exit) => {
+      clearTimeout(timer);
+      observer.ended(exit);
+    });
+    observer.running([hostname()]);
+    return String(job.pid);
+  }
+
+  async adopt(): Promise<string | null> {
+    throw new Error('a local job cannot be followed by another process');
   }
 
   async cancel(externalId: string): Promise<void> {

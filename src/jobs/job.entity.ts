@@ -43,9 +43,10 @@ export interface JobInput {
   name: 'jobs_queued_index',
   expression: `create index "jobs_queued_index" on "jobs" ("created_at") where "status" = 'queued'`,
 })
+// Jobs a worker follows, or must still stop on the executor (canceled while their worker was gone).
 @Index({
-  name: 'jobs_unfinished_index',
-  expression: `create index "jobs_unfinished_index" on "jobs" ("worker_id") where "status" in ('starting', 'running')`,
+  name: 'jobs_followed_index',
+  expression: `create index "jobs_followed_index" on "jobs" ("worker_id") where "status" in ('starting', 'running') or ("status" = 'canceled' and "worker_id" is not null)`,
 })
 export class Job {
   @PrimaryKey({ type: 'uuid' })
@@ -73,9 +74,21 @@ export class Job {
   @Property({ type: 'text', nullable: true })
   externalId: string | null = null;
 
-  /** The worker process that runs the job; its heartbeat tells whether it still does. */
+  /**
+   * The worker process that follows the job on its executor; its heartbeat tells whether it
+   * still does. Null once nothing on the executor needs following: before the claim, and after
+   * the end (a canceled job keeps it until its worker has stopped it on the executor).
+   */
   @Property({ type: 'uuid', nullable: true })
   workerId: string | null = null;
+
+  /** Where it ran: host names, or Slurm host lists such as `gpu[01-04]`. */
+  @Property({ type: 'json', default: '[]' })
+  nodes: Opt<string[]> = [];
+
+  /** While `starting` on a cluster: why it waits, in the cluster's words (`Resources`, `Priority`). */
+  @Property({ type: 'text', nullable: true })
+  pendingReason: string | null = null;
 
   @Property({ type: 'json' })
   argv!: string[];

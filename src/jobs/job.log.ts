@@ -62,13 +62,18 @@ export class JobLog {
     this.saveTimer.unref();
   }
 
-  line(stream: LogStream, line: string): void {
+  /**
+   * A line the program printed. `earlier` lines (printed before this worker followed the job)
+   * belong to the tail and the result, but were published already.
+   */
+  line(stream: LogStream, line: string, earlier = false): void {
     if (stream === 'stdout' && line.trim()) this.lastStdout = line;
     this.lines.push(line);
     this.bytes += Buffer.byteLength(line) + 1;
     while (this.bytes > LOG_TAIL_BYTES && this.lines.length > 1)
       this.bytes -= Buffer.byteLength(this.lines.shift()!) + 1;
     this.dirty = true;
+    if (earlier) return;
 
     const { line: published, size } = publishable(line);
     if (this.batchBytes + size > BATCH_BYTES) this.flushBatch();

@@ -1,21 +1,18 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Logger as GraphileLogger, run, type Runner } from 'graphile-worker';
 import { randomUUID } from 'node:crypto';
-import { constants, createWriteStream, mkdirSync } from 'node:fs';
-import { lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../common/logger';
 import type { DeploymentService } from '../deployments/deployment.service';
 import { DISPATCH_TASK } from '../deployments/deployment.service';
 import { CHANNELS, type EventBus } from '../events/event-bus';
-import type { Executor, JobExit, RunningJob } from '../executors/executor.port';
+import type { Executor } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
-import { Job, type JobOutput } from './job.entity';
-import { JobLog, type LogLine } from './job.log';
+import type { Job } from './job.entity';
+import { JobFollow, type FollowContext } from './job.follow';
+import type { LogLine } from './job.log';
 import type { JobEvent, JobService } from './job.service';
-import { isTerminal } from './job.states';
+import { isTerminal, type JobStatus } from './job.states';
 
 /** A worker whose heartbeat (database time) is older than this is gone; its jobs are reconciled. */
 const STALE_WORKER_SECONDS = 30;
@@ -23,12 +20,17 @@ const HEARTBEAT_MS = 5_000;
 const RECONCILE_MS = 10_000;
 /** A worker that could not beat for this long does not judge others (it may be the one cut off). */
 const OWN_BEAT_TRUST_MS = 15_000;
-/** Bounds on what a job may leave in its output directory. */
-export const MAX_OUTPUT_FILES = 100;
-const MAX_OUTPUT_DEPTH = 8;
+/**
+ * Dispatch tasks a worker runs at once for a detached executor. A task ends once the cluster has
+ * the job, so a few suffice; they bound the submissions (`sbatch` processes) of a burst.
+ */
+const CLUSTER_DISPATCH_CONCURRENCY = 8;
+/** Pending reasons are written together, at most this often. */
+const PENDING_NOTES_MS = 1000;
 
 export interface JobRunnerOptions {
   databaseUrl: string;
+  /** Jobs this worker dispatches and follows at once (WORKER_CONCURRENCY). */
   concurrency: number;
 }
 
@@ -43,58 +45,95 @@ export interface JobLogEvent {
 /** Why a dispatch task gives its job back to the queue: graphile-worker retries it later. */
 class WorkerStopping extends Error {}
 
+/** A job some worker should be following, as reconciliation reads it. */
+interface FollowedRow {
+  id: string;
+  worker_id: string | null;
+  external_id: string | null;
+  executor: string;
+  status: JobStatus;
+}
+
 /**
- * The worker role: takes dispatch tasks from the PostgreSQL queue (graphile-worker), runs each
- * job on the executor and follows it to its end, turns its output files into media, and records
- * every transition. A heartbeat marks the process alive; jobs of workers that stopped beating
- * are reconciled, so nothing stays running forever and nothing runs twice.
+ * The worker role: takes dispatch tasks from the PostgreSQL queue (graphile-worker), has each job
+ * run by the executor and follows it to its end (JobFollow), and records every transition. A
+ * heartbeat marks the process alive; jobs of workers that stopped beating are reconciled, so
+ * nothing stays running forever and nothing runs twice.
+ *
+ * With a local executor a dispatch task lasts as long as its job: the task slots are the CPUs the
+ * jobs use. With a detached executor (a cluster) a task ends once the cluster has the job; the
+ * worker then follows it with all its others from the executor's one loop, up to `concurrency`
+ * jobs, and any worker can take over the jobs of one that is gone.
  */
 export class JobRunner {
   readonly instanceId = randomUUID();
   private readonly host = os.hostname();
   private runner: Runner | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
-  /** Jobs this worker has claimed and not finished with, and their executor handle once known. */
-  private readonly mine = new Map<string, string | null>();
+  /** Jobs this worker has claimed or taken over and not finished with (null while claiming). */
+  private readonly following = new Map<string, JobFollow | null>();
+  /** Dispatch tasks waiting for room under `concurrency` (detached executors only). */
+  private readonly waiting: (() => void)[] = [];
   private offEvents: (() => void)[] = [];
   private stopping = false;
+  private reconciling = false;
   private lastBeat = 0;
+  /** Jobs of another executor kind whose worker is gone, already reported. */
+  private readonly foreign = new Set<string>();
+  private readonly context: FollowContext;
+  /** Pending reasons not written yet, by job id. */
+  private pendingNotes = new Map<string, string | null>();
 
   constructor(
     private readonly orm: MikroORM,
     private readonly jobs: JobService,
-    private readonly deployments: DeploymentService,
-    private readonly media: MediaService,
+    deployments: DeploymentService,
+    media: MediaService,
     private readonly executor: Executor,
     private readonly bus: EventBus,
     private readonly log: Logger,
     private readonly opts: JobRunnerOptions,
-  ) {}
+  ) {
+    this.context = {
+      workerId: this.instanceId,
+      jobs,
+      media,
+      deployments,
+      executor,
+      log,
+      publish: (job, lines) => jobs.publishLines(job, lines),
+      notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
+    };
+  }
 
   async start(): Promise<void> {
     await this.beat();
-    this.every(HEARTBEAT_MS, () => this.beat());
+    this.every(HEARTBEAT_MS, () => this.beat().catch((err) => this.beatFailed(err)));
     // A job of this worker that reached an end elsewhere (canceled by its owner through any
-    // process, or failed by a reconciliation) must not keep running here.
+    // process, or failed by a reconciliation) must not keep running.
     this.offEvents = [
       this.bus.on(CHANNELS.jobs, (payload) => {
         const e = payload as JobEvent;
-        if (isTerminal(e.status)) void this.ended(e.jobId);
+        if (isTerminal(e.status)) this.following.get(e.jobId)?.stop();
       }),
       // Events of a gap in the connection are lost: look at the jobs themselves.
       this.bus.onReconnect(() => {
-        for (const jobId of this.mine.keys())
-          void this.jobs.byId(jobId).then(async (job) => {
-            if (job && isTerminal(job.status)) await this.ended(jobId);
+        for (const jobId of this.following.keys())
+          void this.jobs.byId(jobId).then((job) => {
+            if (job && isTerminal(job.status)) this.following.get(jobId)?.stop();
           });
       }),
     ];
     await this.reconcile();
     this.every(RECONCILE_MS, () => this.reconcile());
+    this.every(PENDING_NOTES_MS, () => this.writePendingNotes());
+    const concurrency = this.executor.detached
+      ? Math.min(this.opts.concurrency, CLUSTER_DISPATCH_CONCURRENCY)
+      : this.opts.concurrency;
     this.runner = await run({
       connectionString: this.opts.databaseUrl,
-      concurrency: this.opts.concurrency,
-      maxPoolSize: Math.min(10, this.opts.concurrency + 2),
+      concurrency,
+      maxPoolSize: Math.min(10, concurrency + 2),
       noHandleSignals: true,
       pollInterval: 2000,
       logger: graphileLogger(this.log),
@@ -105,21 +144,24 @@ export class JobRunner {
   }
 
   /**
-   * Stops taking tasks and, at the same time, stops the running jobs (they fail: the worker shut
-   * down); tasks that arrive meanwhile go back to the queue for another worker or the next start.
+   * Stops taking tasks. A local executor's jobs are stopped at the same time (they fail: the
+   * worker shut down); a cluster's jobs run on, and are let go for another worker (or this one
+   * after its restart) to take over. Tasks that arrive meanwhile go back to the queue.
    */
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
-    await Promise.all([this.runner?.stop(), this.executor.close()]);
+    for (const wake of this.waiting.splice(0)) wake();
+    if (this.executor.detached) {
+      // Dispatches in flight finish their submission first, so that nothing is half submitted.
+      await this.runner?.stop();
+      await this.executor.close();
+      await Promise.all([...this.following.values()].map((f) => f?.release()));
+    } else {
+      await Promise.all([this.runner?.stop(), this.executor.close()]);
+    }
     for (const off of this.offEvents) off();
     await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
-  }
-
-  /** A job of this worker has ended elsewhere: its processes must stop here. */
-  private async ended(jobId: string): Promise<void> {
-    const externalId = this.mine.get(jobId);
-    if (externalId) await this.executor.cancel(externalId);
   }
 
   /** Registers or re-registers this worker, on the database's clock. */
@@ -132,6 +174,25 @@ export class JobRunner {
     this.lastBeat = Date.now();
   }
 
+  /**
+   * Others take this worker for gone once its beat is 30 s old: past that, it must not go on
+   * following cluster jobs that another worker may have taken over. It lets them go; once it
+   * beats again, its reconciliation takes back those nobody took.
+   */
+  private async beatFailed(err: unknown): Promise<void> {
+    const silentMs = Date.now() - this.lastBeat;
+    if (this.executor.detached && silentMs > (STALE_WORKER_SECONDS - HEARTBEAT_MS / 1000) * 1000) {
+      const follows = [...this.following.values()].filter((f) => f !== null);
+      if (follows.length)
+        this.log.warn(
+          { silentMs, jobs: follows.length },
+          'cannot beat: letting go of the jobs this worker follows',
+        );
+      await Promise.all(follows.map((f) => f.release()));
+    }
+    throw err;
+  }
+
   private every(ms: number, fn: () => Promise<unknown>): void {
     const timer = setInterval(() => {
       if (!this.stopping) void fn().catch((err) => this.log.warn({ err }, 'job worker housekeeping failed'));
@@ -142,175 +203,60 @@ export class JobRunner {
 
   /** The dispatch task: idempotent, since only the worker that moves a job out of `queued` runs it. */
   private async dispatch(jobId: string): Promise<void> {
+    if (this.executor.detached) await this.room();
     if (this.stopping) throw new WorkerStopping('the worker is shutting down; the job stays queued');
-    this.mine.set(jobId, null);
+    this.following.set(jobId, null);
     try {
       const job = await this.jobs.transition(jobId, 'starting', { workerId: this.instanceId });
-      if (job) await this.run(job);
+      if (!job) return;
+      const follow = this.follow(job, false);
+      await (this.executor.detached ? follow.started : follow.done);
     } finally {
-      this.mine.delete(jobId);
+      if (this.following.get(jobId) === null) this.following.delete(jobId);
     }
   }
 
-  private async run(job: Job): Promise<void> {
-    const workDir = this.deployments.workDirOf(job.id);
-    const outputDir = path.join(workDir, 'output');
-    const log = new JobLog({
-      publish: (lines) => this.jobs.publishLines(job, lines),
-      save: (tail) => this.jobs.saveLogTail(job.id, tail),
-      failed: (err) => this.log.warn({ err, jobId: job.id }, 'job output not published or saved'),
+  /** Waits while this worker follows as many jobs as it may. */
+  private async room(): Promise<void> {
+    while (!this.stopping && this.following.size >= this.opts.concurrency)
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private follow(job: Job, adopting: boolean): JobFollow {
+    const follow = new JobFollow(this.context, job, adopting);
+    this.following.set(job.id, follow);
+    void follow.done.then(() => {
+      if (this.following.get(job.id) === follow) this.following.delete(job.id);
+      this.waiting.shift()?.();
     });
-    let running: RunningJob | null = null;
-    try {
-      // Synchronous on purpose: a few tiny syscalls, where the thread pool added milliseconds.
-      mkdirSync(outputDir, { recursive: true });
-      await this.stageInputs(job, workDir);
-      running = await this.executor.submit(
-        {
-          jobId: job.id,
-          argv: job.argv,
-          env: {},
-          container: job.container,
-          machineType: job.machineType,
-          machineCount: job.machineCount,
-          timeoutSeconds: job.timeoutSeconds,
-          inputs: job.inputs.map((i) => i.path),
-          workDir,
-          outputDir,
-        },
-        (stream, line) => log.line(stream, line),
-      );
-      this.mine.set(job.id, running.externalId);
-      if (!(await this.jobs.transition(job.id, 'running', { externalId: running.externalId })))
-        await this.executor.cancel(running.externalId); // canceled while starting
-      const exit = await running.finished;
-      await log.end();
-      await this.finish(job, exit, log, outputDir);
-    } catch (err) {
-      // Never leave a process behind a job that is recorded as ended.
-      if (running) {
-        await this.executor.cancel(running.externalId);
-        await running.finished;
-      }
-      await log.end();
-      this.log.warn({ err, jobId: job.id }, 'job failed before it could finish');
-      await this.media.discardJobOutputs(job.id).catch(() => undefined);
-      await this.jobs
-        .transition(job.id, 'failed', { error: (err as Error).message, logTail: log.tail() })
-        .catch((e) => this.log.error({ err: e, jobId: job.id }, 'could not record a failed job'));
-    } finally {
-      await rm(workDir, { recursive: true, force: true });
-    }
+    return follow;
   }
 
-  private async finish(job: Job, exit: JobExit, log: JobLog, outputDir: string): Promise<void> {
-    const ended = { exitCode: exit.exitCode, logTail: log.tail() };
-    // Lost, stopped by a shutdown, or what the executor says: the infrastructure failed, not the program.
-    const infrastructure =
-      exit.infrastructure === true || exit.reason === 'lost' || exit.reason === 'canceled';
-    const fail = (error: string) =>
-      this.jobs.transition(job.id, 'failed', { ...ended, error, infrastructure });
-    if (exit.reason === 'canceled') {
-      // Canceled by its owner: already `canceled`. Otherwise the worker itself is shutting down.
-      if (!(await fail('the worker shut down while the job ran; its processes were stopped')))
-        await this.jobs.saveLogTail(job.id, ended.logTail);
-    } else if (exit.reason === 'lost') {
-      await fail('the executor lost track of the job; its processes were stopped');
-    } else if (exit.reason === 'timeout') {
-      await fail(`timed out after ${job.timeoutSeconds} s; its processes were stopped`);
-    } else if (exit.exitCode !== 0) {
-      await fail(
-        `the program ${exit.exitCode === null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`}`,
-      );
-    } else {
-      const output: JobOutput = { files: await this.storeOutputs(job, outputDir), result: log.result() };
-      // Its outputs become visible in the same statement; canceled at the last moment, none do.
-      if (!(await this.jobs.transition(job.id, 'succeeded', { ...ended, output, publishOutputs: true })))
-        await this.media.discardJobOutputs(job.id);
-    }
+  private async writePendingNotes(): Promise<void> {
+    const notes = this.pendingNotes;
+    this.pendingNotes = new Map();
+    await this.jobs.notePending(notes);
   }
 
   /**
-   * Every regular file the program wrote, stored as media of the job's owner. Symlinks and files
-   * with other links are refused (opened without following links, checked on the open file), so
-   * a job cannot publish files from elsewhere on the host.
-   */
-  private async storeOutputs(job: Job, outputDir: string): Promise<JobOutput['files']> {
-    const files = await listFiles(outputDir);
-    if (files.length > MAX_OUTPUT_FILES)
-      throw new Error(
-        `the program wrote more than ${MAX_OUTPUT_FILES} files; at most ${MAX_OUTPUT_FILES} are kept`,
-      );
-    const deployment = (await this.deployments.byIds([job.deployment.id]))[0];
-    // The deployment's target_asset_id names the first output its jobs kept; a retry of a job
-    // that kept one gets ids of its own.
-    const targetId =
-      deployment && !(await this.media.idTaken(deployment.targetAssetId))
-        ? deployment.targetAssetId
-        : undefined;
-    const stored: JobOutput['files'] = [];
-    for (const name of files) {
-      const handle = await open(path.join(outputDir, name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(
-        () => null,
-      );
-      if (!handle) continue;
-      const stat = await handle.stat();
-      if (!stat.isFile() || stat.nlink !== 1) {
-        await handle.close();
-        continue;
-      }
-      try {
-        const asset = await this.media.storeJobOutput(
-          { type: job.ownerType, id: job.ownerId },
-          {
-            stream: handle.createReadStream(),
-            filename: name,
-            jobId: job.id,
-            id: stored.length === 0 ? targetId : undefined,
-          },
-        );
-        stored.push({
-          mediaId: asset.id,
-          name: asset.imageName,
-          mediaKey: this.media.keyOf(asset),
-          contentType: asset.contentType,
-          size: asset.size,
-        });
-      } catch (err) {
-        await handle.close().catch(() => undefined);
-        throw new Error(`could not keep the output ${name}: ${(err as Error).message}`);
-      }
-    }
-    return stored;
-  }
-
-  /**
-   * Inputs must still exist. Those not read in place (storage that is not this machine's disk)
-   * are copied to their path, relative to the job's directory, before the program starts.
-   */
-  private async stageInputs(job: Job, workDir: string): Promise<void> {
-    if (!job.inputs.length) return;
-    const assets = new Map((await this.media.byIds(job.inputs.map((i) => i.mediaId))).map((a) => [a.id, a]));
-    for (const input of job.inputs) {
-      const asset = assets.get(input.mediaId);
-      if (!asset) throw new Error(`the input media ${input.mediaId} was deleted before the job started`);
-      if (path.isAbsolute(input.path)) continue;
-      const bytes = await this.media.read(asset);
-      if (!bytes) throw new Error(`the input media ${input.mediaId} has no stored file`);
-      const target = path.resolve(workDir, input.path);
-      await mkdir(path.dirname(target), { recursive: true });
-      await pipeline(bytes, createWriteStream(target));
-    }
-  }
-
-  /**
-   * Jobs left `starting` or `running` by a worker that is gone (no heartbeat for 30 s on the
-   * database's clock, or an earlier process on this host that no longer exists), and jobs of this
-   * worker it is no longer following, fail with a clear error. Their leftover processes on this
-   * host are stopped: their output can no longer be followed.
+   * Jobs left by a worker that is gone (no heartbeat for 30 s on the database's clock, or an
+   * earlier process on this host that no longer exists), and jobs of this worker it no longer
+   * follows. A cluster's job is taken over: followed on from where it is, its log continued. A
+   * local job cannot be followed by another process: it fails with a clear error, and its
+   * leftover processes on this host are stopped. A job canceled while its worker was gone is
+   * stopped on the executor.
    */
   async reconcile(): Promise<void> {
-    if (Date.now() - this.lastBeat > OWN_BEAT_TRUST_MS) return;
+    if (this.reconciling || Date.now() - this.lastBeat > OWN_BEAT_TRUST_MS) return;
+    this.reconciling = true;
+    try {
+      await this.reconcileOnce();
+    } finally {
+      this.reconciling = false;
+    }
+  }
+
+  private async reconcileOnce(): Promise<void> {
     const em = this.orm.em.fork();
     const workers: { id: string; host: string; pid: number; stale: boolean }[] = await em.execute(
       `select id, host, pid, seen_at < now() - make_interval(secs => ?) as stale from worker_instances`,
@@ -323,30 +269,73 @@ export class JobRunner {
         )
         .map((w) => w.id),
     );
-    const alive = new Set(workers.filter((w) => !dead.has(w.id)).map((w) => w.id));
-    const unfinished = await em.find(
-      Job,
-      { status: { $in: ['starting', 'running'] } },
-      { fields: ['id', 'workerId', 'externalId'] },
+    const others = workers.filter((w) => w.id !== this.instanceId && !dead.has(w.id)).map((w) => w.id);
+    // Jobs followed by live others are theirs; this worker's own come back, to be checked here.
+    const rows: FollowedRow[] = await em.execute(
+      `select id, worker_id, external_id, executor, status from jobs
+       where (status in ('starting', 'running') or (status = 'canceled' and worker_id is not null))
+         and (worker_id is null or worker_id <> all(?::uuid[]))`,
+      [`{${others.join(',')}}`],
     );
-    for (const job of unfinished) {
-      const lost = job.workerId === this.instanceId ? !this.mine.has(job.id) : !alive.has(job.workerId ?? '');
-      if (!lost) continue;
-      const worker = workers.find((w) => w.id === job.workerId);
-      const here = !worker || worker.host === this.host;
-      const stopped = here && job.externalId ? await this.executor.stopOrphan(job.id, job.externalId) : false;
-      const moved = await this.jobs.transition(job.id, 'failed', {
-        infrastructure: true,
-        error:
-          `the worker running this job stopped (crash or restart) before it finished` +
-          (stopped ? '; its leftover processes were stopped' : ''),
-      });
-      if (moved) this.log.warn({ jobId: job.id, worker: job.workerId }, 'reconciled a job of a lost worker');
+    for (const row of rows) {
+      if (row.worker_id === this.instanceId && this.following.has(row.id)) continue;
+      if (this.stopping) break;
+      if (this.executor.detached && row.executor === this.executor.name) await this.takeOver(row);
+      else if (row.executor === 'local' || row.executor === this.executor.name)
+        await this.failLocal(row, workers);
+      else if (!this.foreign.has(row.id)) {
+        this.foreign.add(row.id);
+        this.log.warn(
+          { jobId: row.id, executor: row.executor },
+          'a job of a worker that is gone runs on another executor than this worker: left for a worker of its executor',
+        );
+      }
     }
     if (dead.size)
       await em.execute('delete from worker_instances where id = any(?::uuid[])', [
         `{${[...dead].join(',')}}`,
       ]);
+  }
+
+  /** A cluster job of a worker that is gone: this worker follows it from now on (or stops it). */
+  private async takeOver(row: FollowedRow): Promise<void> {
+    if (this.following.size >= this.opts.concurrency) return; // the rest is for other workers
+    this.following.set(row.id, null);
+    try {
+      const job = await this.jobs.takeOver(row.id, row.worker_id, this.instanceId);
+      if (!job) return;
+      this.log.info(
+        { jobId: job.id, externalId: job.externalId, from: row.worker_id, status: job.status },
+        'took over a job of a worker that is gone',
+      );
+      const follow = this.follow(job, true);
+      if (job.status === 'canceled') follow.stop();
+    } finally {
+      if (this.following.get(row.id) === null) this.following.delete(row.id);
+    }
+  }
+
+  /** A local job of a worker that is gone: its output cannot be followed, so it fails. */
+  private async failLocal(row: FollowedRow, workers: { id: string; host: string }[]): Promise<void> {
+    const worker = workers.find((w) => w.id === row.worker_id);
+    const here = !worker || worker.host === this.host;
+    const stopped = here && row.external_id ? await this.executor.stopOrphan(row.id, row.external_id) : false;
+    if (row.status === 'canceled') {
+      await this.jobs.releaseWorker(row.id, row.worker_id!);
+      return;
+    }
+    // Its worker died, not its program: an infrastructure failure (retried per max_retries).
+    const moved = await this.jobs.transition(row.id, 'failed', {
+      infrastructure: true,
+      error:
+        `the worker running this job stopped (crash or restart) before it finished` +
+        (stopped ? '; its leftover processes were stopped' : ''),
+    });
+    if (moved)
+      this.log.warn(
+        { jobId: row.id, worker: row.worker_id, infrastructure: true },
+        'reconciled a job of a lost worker',
+      );
   }
 }
 
@@ -357,20 +346,6 @@ function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-/** Regular files below `dir`, as sorted relative paths, at most MAX_OUTPUT_FILES + 1. */
-async function listFiles(dir: string, prefix = '', depth = 0): Promise<string[]> {
-  const out: string[] = [];
-  if (depth > MAX_OUTPUT_DEPTH) return out;
-  for (const name of (await readdir(path.join(dir, prefix)).catch(() => [] as string[])).sort()) {
-    const rel = path.join(prefix, name);
-    const stat = await lstat(path.join(dir, rel));
-    if (stat.isDirectory()) out.push(...(await listFiles(dir, rel, depth + 1)));
-    else if (stat.isFile()) out.push(rel);
-    if (out.length > MAX_OUTPUT_FILES) break;
-  }
-  return out;
 }
 
 /** graphile-worker's log lines into the service's logger (its own go to the console). */

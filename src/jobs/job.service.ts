@@ -24,6 +24,8 @@ export interface JobFilter {
 export interface TransitionFields {
   workerId?: string;
   externalId?: string;
+  /** With `running`: where it runs. */
+  nodes?: string[];
   exitCode?: number | null;
   error?: string | null;
   output?: JobOutput | null;
@@ -68,16 +70,20 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
       return { sql: ', worker_id = ?', params: [f.workerId ?? null] };
     case 'running':
       return {
-        sql: ', external_id = ?, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)',
-        params: [f.externalId ?? null],
+        sql:
+          ', external_id = coalesce(?, j.external_id), nodes = ?::jsonb, pending_reason = null,' +
+          ' started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)',
+        params: [f.externalId ?? null, JSON.stringify(f.nodes ?? [])],
       };
     case 'succeeded':
     case 'failed':
     case 'canceled':
       return {
-        // A job that never ran has no run time: it costs nothing.
+        // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
+        // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
         sql:
-          ', finished_at = now(), run_seconds = case when j.started_at is null then null' +
+          (to === 'canceled' ? '' : ', worker_id = null') +
+          ', pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null' +
           ' else extract(epoch from now() - j.started_at) end,' +
           ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail),' +
           ' infrastructure_failure = ?',
@@ -298,6 +304,33 @@ export class JobService {
   }
 
   /**
+   * A detached executor has the job (still `starting`, perhaps waiting for resources): its handle
+   * is recorded at once, so that a worker taking the job over follows it instead of submitting it.
+   */
+  async recordSubmission(jobId: string, workerId: string, externalId: string): Promise<void> {
+    await this.orm.em
+      .fork()
+      .execute(`update jobs set external_id = ? where id = ? and worker_id = ? and status = 'starting'`, [
+        externalId,
+        jobId,
+        workerId,
+      ]);
+  }
+
+  /**
+   * Why submitted jobs still wait, in the cluster's words (not a transition). One statement for
+   * many jobs: a poll may change the reasons of thousands at once.
+   */
+  async notePending(reasons: ReadonlyMap<string, string | null>): Promise<void> {
+    if (!reasons.size) return;
+    await this.orm.em.fork().execute(
+      `update jobs j set pending_reason = n.reason
+       from jsonb_to_recordset(?::jsonb) as n(id uuid, reason text) where j.id = n.id and j.status = 'starting'`,
+      [JSON.stringify([...reasons].map(([id, reason]) => ({ id, reason })))],
+    );
+  }
+
+  /**
    * The last LOG_TAIL_BYTES of what a job printed, from its published lines, when all of them were
    * kept (null otherwise): current to the last batch, where the stored tail is saved every 5 s.
    */
@@ -322,6 +355,27 @@ export class JobService {
       lines.unshift(line);
     }
     return lines.join('\n');
+  }
+
+  /**
+   * Moves a job that `from` (a worker that is gone, or none) was following to `to`; only one
+   * worker gets it. Answers the job, or null when another worker was faster or it has ended.
+   */
+  async takeOver(jobId: string, from: string | null, to: string): Promise<Job | null> {
+    const em = this.orm.em.fork();
+    const rows: Record<string, unknown>[] = await em.execute(
+      `update jobs set worker_id = ? where id = ? and worker_id is not distinct from ?::uuid
+         and (status in ('starting', 'running') or status = 'canceled') returning *`,
+      [to, jobId, from],
+    );
+    return rows.length ? em.map(Job, rows[0]) : null;
+  }
+
+  /** Nothing of the job is left on the executor: no worker needs to follow it any more. */
+  async releaseWorker(jobId: string, workerId: string): Promise<void> {
+    await this.orm.em
+      .fork()
+      .execute('update jobs set worker_id = null where id = ? and worker_id = ?', [jobId, workerId]);
   }
 
   /** Keeps the stored log tail current while a job runs (not a transition). */

@@ -77,6 +77,17 @@ export class JobType {
   @Field(() => String, { nullable: true, description: "The executor's handle (process id, Slurm job id)." })
   externalId!: string | null;
 
+  @Field(() => [String], {
+    description: 'Where it runs or ran: host names, or Slurm host lists such as gpu[01-04].',
+  })
+  nodes!: string[];
+
+  @Field(() => String, {
+    nullable: true,
+    description: "While STARTING on a cluster: why it waits, in the cluster's words (Resources, Priority).",
+  })
+  pendingReason!: string | null;
+
   @Field(() => [String], { description: 'The argv it runs (no shell is involved).' })
   command!: string[];
 
@@ -155,6 +166,8 @@ export class JobType {
         status: status as JobStatusEnum,
         executor: job.executor,
         externalId: job.externalId,
+        nodes: job.nodes,
+        pendingReason: job.pendingReason,
         command: job.argv,
         container: job.container,
         machineType: job.machineType,

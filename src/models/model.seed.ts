@@ -79,7 +79,10 @@ export const BUILTIN_MODELS: (ModelDefinitionInput & { id: string })[] = [
  */
 export async function seedBuiltinModels(orm: MikroORM): Promise<void> {
   const em = orm.em.fork();
-  const wanted = BUILTIN_MODELS.map(({ id, ...input }) => ({ id, ...checkDefinition(input) }));
+  const wanted = BUILTIN_MODELS.map(({ id, ...input }) => ({
+    id,
+    ...checkDefinition(input, undefined, { builtin: true }),
+  }));
   const existing = await em.find(Model, { id: { $in: wanted.map((m) => m.id) } });
   for (const { id, ...definition } of wanted) {
     const owned = { ...definition, builtin: true, ownerType: null, ownerId: null };

@@ -8,6 +8,7 @@ import {
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
+import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
@@ -51,12 +52,16 @@ export const RUN_COUNT_INCREMENT = 'update models set run_count = run_count + 1 
 
 /** The model catalogue: every principal reads it; only a model's owner changes it. */
 export class ModelService {
-  constructor(private readonly orm: MikroORM) {}
+  constructor(
+    private readonly orm: MikroORM,
+    /** MACHINE_TYPES_FILE's machine types, which models must name; null: any name. */
+    private readonly machineTypes: MachineTypes | null = null,
+  ) {}
 
   async create(principal: Principal, input: ModelDefinitionInput & { id?: string | null }): Promise<Model> {
     if (input.id !== undefined && input.id !== null && !isUuid(input.id))
       throw AppError.validation({ id: 'must be a UUID' });
-    const definition = checkDefinition(input);
+    const definition = checkDefinition(input, undefined, { machineTypes: this.machineTypes });
     const em = this.orm.em.fork();
     const model = em.create(Model, {
       ...definition,
@@ -95,7 +100,7 @@ export class ModelService {
   async update(principal: Principal, id: string, input: ModelDefinitionInput): Promise<Model> {
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
-    em.assign(model, checkDefinition(input, model));
+    em.assign(model, checkDefinition(input, model, { machineTypes: this.machineTypes }));
     await em.flush();
     return model;
   }

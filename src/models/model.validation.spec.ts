@@ -103,8 +103,47 @@ describe('checkDefinition', () => {
 
 describe('built-in models', () => {
   it('are valid definitions with unique ids', () => {
-    for (const { id: _id, ...input } of BUILTIN_MODELS) expect(() => checkDefinition(input)).not.toThrow();
+    for (const { id: _id, ...input } of BUILTIN_MODELS)
+      expect(() => checkDefinition(input, undefined, { builtin: true })).not.toThrow();
     expect(new Set(BUILTIN_MODELS.map((m) => m.id)).size).toBe(BUILTIN_MODELS.length);
+  });
+
+  it("alone use the service's own builtin/ containers", () => {
+    const { id: _id, ...input } = BUILTIN_MODELS[0];
+    expect(() => checkDefinition(input)).toThrow(/builtin\/\.\.\. names the service's own containers/);
+  });
+});
+
+describe('machine types', () => {
+  const types = new Map([
+    ['a100', { slurm: { partition: 'gpu' } }],
+    ['cpu', {}],
+  ]);
+  const input = { name: 'm', container: 'c', args: [], machineType: 'h100' };
+
+  it('must be defined when MACHINE_TYPES_FILE names them, on create and when changed', () => {
+    expect(() => checkDefinition(input, undefined, { machineTypes: types })).toThrow(
+      expect.objectContaining({
+        code: 'VALIDATION_FAILED',
+        details: { machineType: 'must be one of the machine types of this service: a100, cpu' },
+      }),
+    );
+    const current = checkDefinition({ ...input, machineType: 'a100' }, undefined, { machineTypes: types });
+    expect(current.machineType).toBe('a100');
+    // The default (cpu) must be defined too.
+    expect(
+      checkDefinition({ ...input, machineType: undefined }, undefined, { machineTypes: types }).machineType,
+    ).toBe('cpu');
+    expect(() => checkDefinition({ machineType: 'gpu' }, current, { machineTypes: types })).toThrow(
+      expect.objectContaining({ details: { machineType: expect.stringMatching(/a100, cpu/) } }),
+    );
+    // A change of something else keeps a machine type that was removed since.
+    const removed = new Map([['cpu', {}]]);
+    expect(checkDefinition({ version: '2' }, current, { machineTypes: removed }).machineType).toBe('a100');
+  });
+
+  it('are any name without a file', () => {
+    expect(checkDefinition(input).machineType).toBe('h100');
   });
 });
 

@@ -1,5 +1,6 @@
 import { splitWords } from '../jobs/job.command';
 import { AppError, type ErrorDetails } from '../common/errors';
+import { MACHINE_TYPE_NAME, type MachineTypes } from '../common/machine-types';
 import { normaliseTags } from '../common/tags';
 import type { Model, ModelArgument, ModelArgumentKind } from './model.entity';
 
@@ -80,7 +81,8 @@ const DEFAULTS: Omit<ModelDefinition, 'name' | 'container' | 'args'> = {
 };
 
 const ARGUMENT_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
-const MACHINE_TYPE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Containers of the service's own models: their programs run as the service's own. */
+const BUILTIN_CONTAINER = 'builtin/';
 // eslint-disable-next-line no-control-regex -- control characters are what we refuse
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/;
 
@@ -188,11 +190,23 @@ function checkArguments(c: Checker, input: ModelArgumentInput[]): ModelArgument[
   return args;
 }
 
+/** What a definition is checked against besides its own fields. */
+export interface DefinitionRules {
+  /** MACHINE_TYPES_FILE's machine types: a model must name one of them. Null: any name. */
+  machineTypes?: MachineTypes | null;
+  /** The service's own models (seeded), which alone may use `builtin/` containers. */
+  builtin?: boolean;
+}
+
 /**
  * Validates a definition against `current` (defaults on create). Every problem is reported at
  * once as VALIDATION_FAILED, keyed by field; argument problems by `args.<name>.<field>`.
  */
-export function checkDefinition(input: ModelDefinitionInput, current?: ModelDefinition): ModelDefinition {
+export function checkDefinition(
+  input: ModelDefinitionInput,
+  current?: ModelDefinition,
+  rules: DefinitionRules = {},
+): ModelDefinition {
   const c = new Checker();
   const out: ModelDefinition = current ? { ...current } : { ...DEFAULTS, name: '', container: '', args: [] };
   // Absent keeps the current value (on create: the default); null resets to the default.
@@ -203,6 +217,8 @@ export function checkDefinition(input: ModelDefinitionInput, current?: ModelDefi
   if (given('container') || !current) {
     const v = c.text('container', input.container ?? '', LIMITS.container, { required: true });
     if (v !== undefined && /\s/.test(v)) c.fail('container', 'must not contain whitespace');
+    else if (v?.startsWith(BUILTIN_CONTAINER) && !rules.builtin)
+      c.fail('container', `${BUILTIN_CONTAINER}... names the service's own containers`);
     out.container = v ?? '';
   }
   if (given('args') || !current) {
@@ -221,9 +237,15 @@ export function checkDefinition(input: ModelDefinitionInput, current?: ModelDefi
   }
   if (given('machineType')) {
     out.machineType = input.machineType?.trim() || DEFAULTS.machineType;
-    if (!MACHINE_TYPE.test(out.machineType))
+    if (!MACHINE_TYPE_NAME.test(out.machineType))
       c.fail('machineType', `must be ${KNOWN_MACHINE_TYPES.join(', ')} or an executor's machine type name`);
   }
+  const types = rules.machineTypes;
+  if (types && (given('machineType') || !current) && !types.has(out.machineType))
+    c.fail(
+      'machineType',
+      `must be one of the machine types of this service: ${[...types.keys()].join(', ')}`,
+    );
   if (given('machineCount'))
     out.machineCount =
       c.int('machineCount', input.machineCount ?? DEFAULTS.machineCount, 1, LIMITS.machineCount) ?? 1;

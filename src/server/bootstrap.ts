@@ -9,7 +9,8 @@ import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
 import { databaseAnswers, openOrm, type OrmOptions } from '../db/orm';
-import { seedBuiltinModels } from '../models/model.seed';
+import { priceListGaps } from '../billing/billing.prices';
+import { BUILTIN_MODELS, seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
 import { runMigrations } from 'graphile-worker';
 import { EventBus } from '../events/event-bus';
@@ -64,6 +65,7 @@ export async function startRuntime(
       embedded = await startEmbeddedPostgres(config.dataDir, log);
       databaseUrl = embedded.url;
     }
+    warnAboutMachineTypes(config, log);
     orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
@@ -126,7 +128,7 @@ export async function startRuntime(
         createExecutor(config, log),
         bus,
         log,
-        { databaseUrl, concurrency: config.localExecutorConcurrency },
+        { databaseUrl, concurrency: config.workerConcurrency },
       );
       await runner.start();
       tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {
@@ -168,6 +170,32 @@ export async function startRuntime(
     await embedded?.stop().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The price list and MACHINE_TYPES_FILE should name the same machine types (docs/executors.md);
+ * the built-in models need theirs defined to run.
+ */
+function warnAboutMachineTypes(config: Config, log: Logger): void {
+  const types = config.machineTypes;
+  if (!types) return;
+  const { pricedNotDefined, definedNotPriced } = priceListGaps(config.prices, types.keys());
+  if (pricedNotDefined.length)
+    log.warn(
+      { machineTypes: pricedNotDefined },
+      'machine types priced (PRICES_FILE) but not defined (MACHINE_TYPES_FILE): no model can use them',
+    );
+  if (definedNotPriced.length)
+    log.warn(
+      { machineTypes: definedNotPriced },
+      'machine types defined (MACHINE_TYPES_FILE) but not priced (PRICES_FILE): billed at the default price',
+    );
+  const builtin = [...new Set(BUILTIN_MODELS.map((m) => m.machineType!))].filter((t) => !types.has(t));
+  if (builtin.length)
+    log.warn(
+      { machineTypes: builtin },
+      'the built-in models use machine types MACHINE_TYPES_FILE does not define: they cannot run',
+    );
 }
 
 const SWEEP_INTERVAL_MS = 15 * 60_000;

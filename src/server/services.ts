@@ -71,7 +71,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     },
     log,
   );
-  const models = new ModelService(orm);
+  const models = new ModelService(orm, config.machineTypes);
   const telephony = new TelephonyService(
     orm,
     config,

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestApp } from './app';
 
+/** The program the tests run as jobs (plain JavaScript; its modes are listed in the file). */
+export const PROGRAM = path.join(__dirname, '..', 'fixtures', 'job-program.js');
+
 export const BUILTIN = {
   thumbnail: 'ae6f879c-3158-422d-8c51-cc68c7a2bb17',
   ocr: '4ff2afc2-2a33-4c29-afd5-025d011a58d9',
@@ -78,8 +81,6 @@ export function alive(pid: number): boolean {
   }
 }
 
-export const PROGRAM = path.join(__dirname, '..', 'fixtures', 'job-program.js');
-
 /** A model running the fixture program (`test/fixtures/job-program.js`) in `mode`, over REST. */
 export async function programModel(
   t: TestApp,
@@ -106,4 +107,48 @@ export async function programModel(
 export function launcherOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** A job as REST shows it, as far as the tests of spawned services read it. */
+export interface RestJob {
+  status: string;
+  external_id: string | null;
+  error: string | null;
+  log_tail: string;
+  result_urls: string[];
+  output: { files: { name: string; url: string }[]; result: unknown };
+}
+
+/** REST calls to a service (a spawned process) on `port`. */
+export function restApi(port: number, auth: string) {
+  const call = async (method: string, url: string, body?: unknown) => {
+    const res = await fetch(`http://127.0.0.1:${port}${url}`, {
+      method,
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  return {
+    call,
+    /** A model running the fixture program in `mode`, then a deployment of it; answers the job id. */
+    async run(mode: string): Promise<string> {
+      const model = await call('POST', '/api/v1/models', {
+        name: mode,
+        container: 'local',
+        command: `node "${PROGRAM}" ${mode} {args}`,
+        args: {},
+      });
+      const deployment = await call('POST', '/api/v1/deployments', {
+        name: mode,
+        model_id: model.body.id,
+        args: {},
+      });
+      const job = await call('GET', `/api/v1/deployments/${deployment.body.id as string}`);
+      return (job.body.job as { id: string }).id;
+    },
+    async job(id: string): Promise<RestJob> {
+      return (await call('GET', `/api/v1/jobs/${id}`)).body as unknown as RestJob;
+    },
+  };
 }

@@ -1,0 +1,472 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { open, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import type { SlurmContainerRuntime } from '../config';
+import type { Logger } from '../common/logger';
+import type { MachineTypes } from '../common/machine-types';
+import type { Executor, JobObserver, JobSpec, LogStream } from './executor.port';
+import { LineSplitter } from './line-splitter';
+import { JOB_ENV } from './local.executor';
+import {
+  exitOf,
+  JOB_FILES_DIR,
+  jobNameOf,
+  parseSacct,
+  parseSqueue,
+  pendingReasonOf,
+  phaseOf,
+  sbatchArgs,
+  SQUEUE_FORMAT,
+  type QueuedJob,
+} from './slurm.sbatch';
+
+export interface SlurmExecutorOptions {
+  /** PATH of the jobs, and where the worker finds sbatch, squeue, scancel. */
+  path: string;
+  /** Slurm's SLURM_CONF for its commands, when not the default. */
+  slurmConf: string | undefined;
+  pollSeconds: number;
+  runtime: SlurmContainerRuntime;
+  machineTypes: MachineTypes | null;
+  /** Program names resolved by the service itself (`media-demo` -> node + its script). */
+  programs: Record<string, string[]>;
+  /** The batch script (slurm.job.sh). */
+  script: string;
+  log: Logger;
+  /** How often the files of running jobs are read (log lines, exit status). */
+  filePollMs?: number;
+  /** sbatch and scancel processes at once: a burst of deployments does not fork a burst. */
+  commandConcurrency?: number;
+}
+
+/** Jobs asked about per squeue call (its --jobs list is one argument, at most 128 KiB). */
+const SQUEUE_BATCH = 10_000;
+/** Polls a job may be missing from squeue before the worker looks elsewhere (its files, sacct). */
+const MISSING_POLLS = 2;
+const COMMAND_TIMEOUT_MS = 60_000;
+
+/** One of the job's output files, read from where the last read stopped. */
+class FileTail {
+  private offset = 0;
+  private readonly decoder = new StringDecoder('utf8');
+  private readonly lines: LineSplitter;
+  earlier = false;
+
+  constructor(
+    private readonly file: string,
+    onLine: (line: string, earlier: boolean) => void,
+  ) {
+    this.lines = new LineSplitter((line) => onLine(line, this.earlier));
+  }
+
+  private reading: Promise<void> = Promise.resolve();
+
+  /** Reads what was appended since the last read (reads never overlap; a failed one is retried). */
+  read(): Promise<void> {
+    this.reading = this.reading.catch(() => undefined).then(() => this.readNow());
+    return this.reading;
+  }
+
+  private async readNow(): Promise<void> {
+    const size = await stat(this.file).then(
+      (s) => s.size,
+      () => 0,
+    );
+    if (size <= this.offset) return;
+    const handle = await open(this.file, 'r');
+    try {
+      const buffer = Buffer.allocUnsafe(Math.min(1 << 20, size - this.offset));
+      for (;;) {
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, this.offset);
+        if (!bytesRead) break;
+        this.offset += bytesRead;
+        this.lines.push(this.decoder.write(buffer.subarray(0, bytesRead)));
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+
+  end(): void {
+    this.lines.push(this.decoder.end());
+    this.lines.end();
+  }
+}
+
+interface Tracked {
+  externalId: string;
+  dir: string;
+  timeoutSeconds: number;
+  observer: JobObserver;
+  phase: 'pending' | 'running' | 'ending';
+  /** The pending reason last reported (undefined: none yet). */
+  reason: string | null | undefined;
+  stoppedBy: 'canceled' | 'timeout' | null;
+  missing: number;
+  timer: NodeJS.Timeout | null;
+  files: Record<LogStream, FileTail>;
+}
+
+/** Runs `task`s, at most `limit` at once. */
+class Limiter {
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+  peak = 0;
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
+    else this.active++;
+    this.peak = Math.max(this.peak, this.active);
+    try {
+      return await task();
+    } finally {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
+
+/**
+ * Runs jobs on a Slurm cluster through its command-line tools. Each job is one `sbatch` of the
+ * service's fixed batch script (slurm.job.sh) with the job's argv as the script's arguments,
+ * named after our job id, in the job's directory under JOBS_DIR (shared with the compute nodes).
+ * One loop follows every job of this worker: one `squeue` per poll for all of them, and their
+ * output files read every `filePollMs`. Jobs outlive the worker: any worker can adopt them.
+ */
+export class SlurmExecutor implements Executor {
+  readonly name = 'slurm';
+  readonly detached = true;
+  /** By Slurm job id. */
+  private readonly jobs = new Map<string, Tracked>();
+  private readonly commands: Limiter;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private readonly fileTimer: NodeJS.Timeout;
+  private polling: Promise<void> | null = null;
+  private pollAgain = false;
+  private reading = false;
+  private closed = false;
+  private accounting: Promise<boolean> | null = null;
+  private squeueFailing = false;
+
+  constructor(private readonly opts: SlurmExecutorOptions) {
+    this.commands = new Limiter(opts.commandConcurrency ?? 4);
+    this.fileTimer = setInterval(() => void this.readFiles(), opts.filePollMs ?? 500);
+    this.fileTimer.unref();
+    this.schedulePoll(opts.pollSeconds * 1000);
+  }
+
+  /** The most sbatch and scancel processes that ran at once (the benchmark and tests read it). */
+  get peakCommands(): number {
+    return this.commands.peak;
+  }
+
+  async submit(spec: JobSpec, observer: JobObserver): Promise<string> {
+    if (this.closed) throw new Error('the executor is shutting down');
+    const args = sbatchArgs(spec, {
+      script: this.opts.script,
+      runtime: this.opts.runtime,
+      machineTypes: this.opts.machineTypes,
+      programs: this.opts.programs,
+    });
+    // Slurm opens the output files there before the script runs.
+    mkdirSync(path.join(spec.workDir, JOB_FILES_DIR), { recursive: true });
+    const out = await this.commands
+      .run(() =>
+        this.command('sbatch', args, {
+          // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
+          PATH: this.opts.path,
+          LANG: 'C.UTF-8',
+          ...spec.env,
+          [JOB_ENV]: spec.jobId,
+        }),
+      )
+      .catch((err: Error) => {
+        throw new Error(
+          `could not submit the job to Slurm: ${err.message
+            .split('\n')
+            .at(-1)!
+            .replace(/^(sbatch: )?(error: )?/, '')}`,
+        );
+      });
+    const externalId = out.trim().split(';')[0];
+    if (!/^\d+$/.test(externalId)) throw new Error(`sbatch answered "${out.trim()}", not a job id`);
+    this.jobs.set(externalId, this.tracker(spec, externalId, observer));
+    return externalId;
+  }
+
+  async adopt(spec: JobSpec, externalId: string | null, observer: JobObserver): Promise<string | null> {
+    if (!externalId) {
+      // Its submission was never recorded: the job carries our id in its name.
+      const found = await this.squeue([`--name=${jobNameOf(spec.jobId)}`]);
+      externalId = found.map((j) => j.id).sort((a, b) => Number(a) - Number(b))[0] ?? null;
+    }
+    const tracked = this.tracker(spec, externalId ?? '', observer);
+    // What it printed so far was shown by the worker that followed it before.
+    for (const file of Object.values(tracked.files)) file.earlier = true;
+    await Promise.all(Object.values(tracked.files).map((f) => f.read()));
+    for (const file of Object.values(tracked.files)) file.earlier = false;
+    if (!externalId) {
+      // Not in the queue: it ended long ago (its exit status tells how) or never reached Slurm.
+      if ((await this.exitStatus(tracked)) !== null) observer.running([]);
+      await this.end(tracked, null);
+      return null;
+    }
+    this.jobs.set(externalId, tracked);
+    this.pollSoon();
+    return externalId;
+  }
+
+  async cancel(externalId: string): Promise<void> {
+    const tracked = this.jobs.get(externalId);
+    if (tracked) tracked.stoppedBy ??= 'canceled';
+    await this.scancel(externalId);
+  }
+
+  async stopOrphan(): Promise<boolean> {
+    return false; // Slurm jobs are adopted, never orphaned.
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.fileTimer);
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    await this.polling;
+    for (const t of this.jobs.values()) if (t.timer) clearTimeout(t.timer);
+    this.jobs.clear();
+  }
+
+  private tracker(spec: JobSpec, externalId: string, observer: JobObserver): Tracked {
+    const file = (stream: LogStream) =>
+      new FileTail(path.join(spec.workDir, JOB_FILES_DIR, stream), (line, earlier) =>
+        observer.line(stream, line, earlier),
+      );
+    return {
+      externalId,
+      dir: spec.workDir,
+      timeoutSeconds: spec.timeoutSeconds,
+      observer,
+      phase: 'pending',
+      reason: undefined,
+      stoppedBy: null,
+      missing: 0,
+      timer: null,
+      files: { stdout: file('stdout'), stderr: file('stderr') },
+    };
+  }
+
+  private async scancel(externalId: string): Promise<void> {
+    try {
+      await this.commands.run(() => this.command('scancel', [externalId]));
+    } catch (err) {
+      // A job that has ended is not an error; anything else is worth a word.
+      if (!/already completing or completed|Invalid job id/i.test((err as Error).message))
+        this.opts.log.warn({ err, externalId }, 'scancel failed');
+    }
+    this.pollSoon();
+  }
+
+  private schedulePoll(ms: number): void {
+    if (this.closed) return;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      this.polling = this.poll()
+        .catch((err) => this.opts.log.warn({ err }, 'following Slurm jobs failed'))
+        .finally(() => {
+          this.polling = null;
+          this.schedulePoll(this.pollAgain ? 0 : this.opts.pollSeconds * 1000);
+          this.pollAgain = false;
+        });
+    }, ms);
+    this.pollTimer.unref();
+  }
+
+  /** A change is expected (a job adopted, canceled): poll soon rather than at the next round. */
+  private pollSoon(): void {
+    if (this.polling) this.pollAgain = true;
+    else this.schedulePoll(200);
+  }
+
+  /** One squeue per poll (per SQUEUE_BATCH jobs) for every job this worker follows. */
+  private async poll(): Promise<void> {
+    const live = [...this.jobs.values()].filter((t) => t.phase !== 'ending');
+    if (!live.length) return;
+    const queued = new Map<string, QueuedJob>();
+    try {
+      for (let i = 0; i < live.length; i += SQUEUE_BATCH) {
+        const ids = live.slice(i, i + SQUEUE_BATCH).map((t) => t.externalId);
+        for (const job of await this.squeue([`--jobs=${ids.join(',')}`])) queued.set(job.id, job);
+      }
+      if (this.squeueFailing) this.opts.log.info('squeue answers again');
+      this.squeueFailing = false;
+    } catch (err) {
+      // The controller is unreachable: nothing is known, so nothing changes.
+      if (!this.squeueFailing) this.opts.log.warn({ err }, 'squeue failed; Slurm jobs keep their state');
+      this.squeueFailing = true;
+      return;
+    }
+    const missing: Tracked[] = [];
+    for (const t of live) {
+      const job = queued.get(t.externalId);
+      if (!job) {
+        missing.push(t);
+        continue;
+      }
+      t.missing = 0;
+      const phase = phaseOf(job.state);
+      if (phase === 'pending') {
+        const reason = pendingReasonOf(job);
+        if (reason !== t.reason) {
+          t.reason = reason;
+          t.observer.pending(reason);
+        }
+      } else {
+        // A job that ran and ended between two polls has run all the same.
+        if (job.startedAt !== null || phase === 'running') this.started(t, job);
+        if (phase === 'ended') void this.end(t, job.state);
+      }
+    }
+    if (missing.length) await this.vanished(missing);
+  }
+
+  /** Jobs squeue no longer shows: their exit status, or accounting, or they are lost. */
+  private async vanished(jobs: Tracked[]): Promise<void> {
+    const unknown: Tracked[] = [];
+    for (const t of jobs) {
+      if ((await this.exitStatus(t)) !== null) {
+        if (t.phase === 'pending') this.started(t, null);
+        void this.end(t, null);
+      } else if (++t.missing >= MISSING_POLLS) unknown.push(t);
+    }
+    if (!unknown.length || !(await this.hasAccounting())) {
+      for (const t of unknown) void this.end(t, null);
+      return;
+    }
+    const known = parseSacct(
+      await this.command('sacct', [
+        '--noheader',
+        '--parsable2',
+        '--allocations',
+        '--format=JobID,State,ExitCode',
+        `--jobs=${unknown.map((t) => t.externalId).join(',')}`,
+      ]).catch(() => ''),
+    );
+    for (const t of unknown) {
+      const job = known.get(t.externalId);
+      void this.end(t, job?.state ?? null, job?.exitCode ?? null);
+    }
+  }
+
+  /** Whether slurmdbd keeps accounting (sacct knows ended jobs); asked once. */
+  private hasAccounting(): Promise<boolean> {
+    this.accounting ??= this.command('scontrol', ['show', 'config']).then(
+      (out) => !/AccountingStorageType\s*=\s*accounting_storage\/none/.test(out),
+      () => false,
+    );
+    return this.accounting;
+  }
+
+  private started(t: Tracked, job: QueuedJob | null): void {
+    if (t.phase !== 'pending') return;
+    t.phase = 'running';
+    t.observer.running(job?.nodes ?? []);
+    // The worker's guard at the exact second; Slurm's own limit (whole minutes) is behind it.
+    const since = job?.startedAt ? job.startedAt * 1000 : Date.now();
+    t.timer = setTimeout(() => this.timedOut(t), Math.max(0, since + t.timeoutSeconds * 1000 - Date.now()));
+    t.timer.unref();
+  }
+
+  private timedOut(t: Tracked): void {
+    if (t.phase === 'ending') return;
+    t.stoppedBy ??= 'timeout';
+    void this.scancel(t.externalId);
+  }
+
+  /** Reads what running jobs printed; a job whose exit status is written has ended. */
+  private async readFiles(): Promise<void> {
+    if (this.reading) return;
+    this.reading = true;
+    try {
+      const running = [...this.jobs.values()].filter((t) => t.phase === 'running');
+      await Promise.all(
+        running.map(async (t) => {
+          await Promise.all([t.files.stdout.read(), t.files.stderr.read()]);
+          if ((await this.exitStatus(t)) !== null) await this.end(t, null);
+        }),
+      );
+    } catch (err) {
+      this.opts.log.warn({ err }, 'reading the output of Slurm jobs failed');
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  private async exitStatus(t: Tracked): Promise<number | null> {
+    const text = await readFile(path.join(t.dir, JOB_FILES_DIR, 'exit'), 'utf8').catch(() => '');
+    return /^\d+\s*$/.test(text) ? Number(text) : null;
+  }
+
+  /** The job ended (`state`: Slurm's end state, null when not known): last lines, then its end. */
+  private async end(t: Tracked, state: string | null, accounted: number | null = null): Promise<void> {
+    if (t.phase === 'ending') return;
+    t.phase = 'ending';
+    if (t.timer) clearTimeout(t.timer);
+    try {
+      await Promise.all([t.files.stdout.read(), t.files.stderr.read()]);
+    } catch (err) {
+      this.opts.log.warn({ err, externalId: t.externalId }, 'could not read the last output of a Slurm job');
+    }
+    t.files.stdout.end();
+    t.files.stderr.end();
+    const exitCode = (await this.exitStatus(t)) ?? accounted;
+    if (this.jobs.get(t.externalId) === t) this.jobs.delete(t.externalId);
+    const exit = exitOf(state, exitCode, t.stoppedBy, t.timeoutSeconds);
+    if (exit.reason === 'lost')
+      exit.detail = t.externalId
+        ? `the cluster no longer knows Slurm job ${t.externalId}; nothing of it is left to follow`
+        : 'the job is not on the cluster: its submission was interrupted, or it left the queue long ago';
+    t.observer.ended(exit);
+  }
+
+  private async squeue(filter: string[]): Promise<QueuedJob[]> {
+    try {
+      return parseSqueue(
+        await this.command('squeue', ['--noheader', '--states=all', `--format=${SQUEUE_FORMAT}`, ...filter], {
+          SLURM_TIME_FORMAT: '%s',
+        }),
+      );
+    } catch (err) {
+      // Asked about one job it has forgotten, squeue fails instead of answering nothing.
+      if (/Invalid job id specified/.test((err as Error).message)) return [];
+      throw err;
+    }
+  }
+
+  /** Runs a Slurm command with a minimal environment; answers its stdout. */
+  private command(command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+    return new Promise((resolve, reject) => {
+      execFile(
+        command,
+        args,
+        {
+          env: {
+            PATH: this.opts.path,
+            ...(this.opts.slurmConf ? { SLURM_CONF: this.opts.slurmConf } : {}),
+            ...env,
+          },
+          maxBuffer: 256 * 1024 * 1024,
+          timeout: COMMAND_TIMEOUT_MS,
+        },
+        (err, stdout, stderr) => {
+          if (err) reject(new Error(`${command}: ${stderr.trim() || err.message}`));
+          else resolve(stdout);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,272 @@
+import type { MachineType } from '../common/machine-types';
+import type { JobSpec } from './executor.port';
+import {
+  exitOf,
+  parseSacct,
+  parseSqueue,
+  pendingReasonOf,
+  phaseOf,
+  sbatchArgs,
+  splitHostList,
+  type SbatchOptions,
+} from './slurm.sbatch';
+
+const spec: JobSpec = {
+  jobId: '6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+  argv: ['upscale', '--in', 'inputs/a.png', '; rm -rf /'],
+  env: {},
+  container: 'nvcr.io/acme/upscale:2',
+  machineType: 'a100',
+  machineCount: 2,
+  timeoutSeconds: 90,
+  inputs: ['inputs/a.png'],
+  workDir: '/shared/jobs/6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+  outputDir: '/shared/jobs/6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c/output',
+};
+
+const common = [
+  '--parsable',
+  '--job-name=media-6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+  '--chdir=/shared/jobs/6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+  '--output=.job/stdout',
+  '--error=.job/stderr',
+  '--export=ALL',
+  '--no-requeue',
+  '--nodes=2',
+  '--time=2',
+];
+
+const types = new Map<string, MachineType>([
+  [
+    'a100',
+    {
+      description: 'one NVIDIA A100',
+      slurm: { partition: 'gpu', gres: 'gpu:a100:1', cpus: 8, memory: '64G', account: 'ml', qos: 'normal' },
+      kubernetes: { resources: { limits: { 'nvidia.com/gpu': 1 } } },
+    },
+  ],
+  ['small', { slurm: { cpus: 1 } }],
+  ['anything', {}],
+]);
+
+const opts = (more: Partial<SbatchOptions> = {}): SbatchOptions => ({
+  script: '/srv/media/src/executors/slurm.job.sh',
+  runtime: 'none',
+  machineTypes: null,
+  programs: { 'media-demo': ['/usr/bin/node', '/srv/media/dist/src/demo-models/media-demo.js'] },
+  ...more,
+});
+
+describe('sbatchArgs', () => {
+  it('passes the argv after the fixed batch script, as it is; the machine type is the partition without a file', () => {
+    expect(sbatchArgs(spec, opts())).toEqual([
+      ...common,
+      '--partition=a100',
+      '/srv/media/src/executors/slurm.job.sh',
+      'upscale',
+      '--in',
+      'inputs/a.png',
+      '; rm -rf /',
+    ]);
+  });
+
+  it.each([
+    [
+      'a100',
+      [
+        '--partition=gpu',
+        '--gres=gpu:a100:1',
+        '--cpus-per-task=8',
+        '--mem=64G',
+        '--account=ml',
+        '--qos=normal',
+      ],
+    ],
+    ['small', ['--cpus-per-task=1']],
+    ['anything', []],
+  ])('gives machine type %s its Slurm options', (machineType, expected) => {
+    const args = sbatchArgs({ ...spec, machineType }, opts({ machineTypes: types }));
+    expect(args).toEqual([...common, ...expected, '/srv/media/src/executors/slurm.job.sh', ...spec.argv]);
+  });
+
+  it('refuses a machine type the file does not define', () => {
+    expect(() => sbatchArgs({ ...spec, machineType: 'h100' }, opts({ machineTypes: types }))).toThrow(
+      'the machine type "h100" is not defined (MACHINE_TYPES_FILE); the job cannot run',
+    );
+  });
+
+  it.each([
+    [
+      'pyxis',
+      [
+        '--container-image=nvcr.io/acme/upscale:2',
+        '--container-mounts=/shared/jobs/6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+        '--container-workdir=/shared/jobs/6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+      ],
+      spec.argv,
+    ],
+    ['oci', ['--container=nvcr.io/acme/upscale:2'], spec.argv],
+    [
+      'apptainer',
+      [],
+      [
+        'apptainer',
+        'exec',
+        '--bind',
+        spec.workDir,
+        '--pwd',
+        spec.workDir,
+        'docker://nvcr.io/acme/upscale:2',
+        ...spec.argv,
+      ],
+    ],
+    ['none', [], spec.argv],
+  ] as const)('runs the container with the %s runtime', (runtime, options, argv) => {
+    expect(sbatchArgs(spec, opts({ runtime, machineTypes: types }))).toEqual([
+      ...common,
+      '--partition=gpu',
+      '--gres=gpu:a100:1',
+      '--cpus-per-task=8',
+      '--mem=64G',
+      '--account=ml',
+      '--qos=normal',
+      ...options,
+      '/srv/media/src/executors/slurm.job.sh',
+      ...argv,
+    ]);
+  });
+
+  it('hands apptainer images that name their source as they are', () => {
+    for (const container of ['library://acme/upscale:2', '/images/upscale.sif', 'upscale.sif'])
+      expect(sbatchArgs({ ...spec, container }, opts({ runtime: 'apptainer' }))).toContain(container);
+  });
+
+  it("runs the service's own programs as they are, in no container, with Slurm's minimum time of a minute", () => {
+    const demo = {
+      ...spec,
+      argv: ['media-demo', 'wordcount', 'inputs/t.txt'],
+      container: 'builtin/media-demo',
+    };
+    for (const runtime of ['none', 'pyxis', 'apptainer', 'oci'] as const)
+      expect(sbatchArgs({ ...demo, timeoutSeconds: 5, machineCount: 1 }, opts({ runtime }))).toEqual([
+        ...common.slice(0, 7),
+        '--nodes=1',
+        '--time=1',
+        '--partition=a100',
+        '/srv/media/src/executors/slurm.job.sh',
+        '/usr/bin/node',
+        '/srv/media/dist/src/demo-models/media-demo.js',
+        'wordcount',
+        'inputs/t.txt',
+      ]);
+  });
+});
+
+describe('reading Slurm', () => {
+  it('parses squeue lines: states, reasons, host lists, start times', () => {
+    expect(
+      parseSqueue(
+        [
+          '41|PENDING|Priority||N/A|media-a',
+          '42|RUNNING|None|gpu[01-04],cpu7|1795469791|media-b',
+          '43|COMPLETED|None|vm|1795469800|media-c|x',
+          '',
+        ].join('\n'),
+      ),
+    ).toEqual([
+      { id: '41', state: 'PENDING', reason: 'Priority', nodes: [], startedAt: null, name: 'media-a' },
+      {
+        id: '42',
+        state: 'RUNNING',
+        reason: null,
+        nodes: ['gpu[01-04]', 'cpu7'],
+        startedAt: 1795469791,
+        name: 'media-b',
+      },
+      { id: '43', state: 'COMPLETED', reason: null, nodes: ['vm'], startedAt: 1795469800, name: 'media-c|x' },
+    ]);
+    expect(splitHostList('a[1,3-4],b,c[01-02]')).toEqual(['a[1,3-4]', 'b', 'c[01-02]']);
+    expect(splitHostList('(null)')).toEqual([]);
+  });
+
+  it('parses sacct lines', () => {
+    expect(parseSacct('41|CANCELLED by 0|0:15\n42|COMPLETED|0:0\n43|FAILED|3:0\n')).toEqual(
+      new Map([
+        ['41', { state: 'CANCELLED', exitCode: 0 }],
+        ['42', { state: 'COMPLETED', exitCode: 0 }],
+        ['43', { state: 'FAILED', exitCode: 3 }],
+      ]),
+    );
+  });
+
+  it('maps every Slurm state onto ours', () => {
+    for (const s of ['PENDING', 'CONFIGURING', 'REQUEUED', 'REQUEUE_HOLD', 'RESV_DEL_HOLD'])
+      expect(phaseOf(s)).toBe('pending');
+    for (const s of ['RUNNING', 'COMPLETING', 'SUSPENDED']) expect(phaseOf(s)).toBe('running');
+    for (const s of [
+      'COMPLETED',
+      'FAILED',
+      'TIMEOUT',
+      'CANCELLED',
+      'NODE_FAIL',
+      'OUT_OF_MEMORY',
+      'PREEMPTED',
+      'BOOT_FAIL',
+      'DEADLINE',
+    ])
+      expect(phaseOf(s)).toBe('ended');
+    expect(pendingReasonOf({ state: 'PENDING', reason: 'Resources' })).toBe('Resources');
+    expect(pendingReasonOf({ state: 'PENDING', reason: null })).toBeNull();
+    expect(pendingReasonOf({ state: 'CONFIGURING', reason: null })).toBe('CONFIGURING');
+    expect(pendingReasonOf({ state: 'REQUEUE_HOLD', reason: 'JobHeldAdmin' })).toBe(
+      'REQUEUE_HOLD: JobHeldAdmin',
+    );
+  });
+
+  it.each([
+    ['COMPLETED', 0, { exitCode: 0, reason: null }],
+    ['COMPLETED', null, { exitCode: 0, reason: null }],
+    ['FAILED', 3, { exitCode: 3, reason: null }],
+    [null, 0, { exitCode: 0, reason: null }],
+    [
+      'FAILED',
+      null,
+      { detail: 'Slurm reports the job FAILED before its program could run (see the node and slurmd logs)' },
+    ],
+    [
+      'TIMEOUT',
+      null,
+      { reason: 'timeout', detail: "timed out (Slurm's time limit of 2 min); its processes were stopped" },
+    ],
+    ['CANCELLED', null, { detail: 'canceled on the cluster, not through the service (Slurm: CANCELLED)' }],
+    ['NODE_FAIL', null, { infrastructure: true, detail: 'the node running it failed (Slurm: NODE_FAIL)' }],
+    ['OUT_OF_MEMORY', 137, { exitCode: 137, detail: 'it ran out of memory (Slurm: OUT_OF_MEMORY)' }],
+    [
+      'PREEMPTED',
+      null,
+      { infrastructure: true, detail: 'it was preempted by the cluster (Slurm: PREEMPTED)' },
+    ],
+    ['BOOT_FAIL', null, { infrastructure: true, detail: 'its node failed to boot (Slurm: BOOT_FAIL)' }],
+    ['DEADLINE', null, { detail: 'it missed its deadline (Slurm: DEADLINE)' }],
+    ['REVOKED', null, { detail: 'Slurm ended the job (REVOKED)' }],
+    [null, null, { reason: 'lost', infrastructure: true }],
+  ] as const)('ends a job that is %s with exit status %s in words', (state, exitCode, expected) => {
+    const exit = exitOf(state, exitCode, null, 90);
+    expect(exit).toMatchObject(expected);
+    // The flag is set exactly for failures of the infrastructure.
+    expect(exit.infrastructure ?? false).toBe('infrastructure' in expected);
+  });
+
+  it('ends a job the worker stopped by why it stopped it, whatever Slurm calls it', () => {
+    expect(exitOf('CANCELLED', null, 'canceled', 90)).toEqual({
+      exitCode: null,
+      signal: null,
+      reason: 'canceled',
+    });
+    expect(exitOf('CANCELLED', null, 'timeout', 90)).toEqual({
+      exitCode: null,
+      signal: null,
+      reason: 'timeout',
+    });
+  });
+});

@@ -1,0 +1,325 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../common/logger';
+import type { DeploymentService } from '../deployments/deployment.service';
+import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from '../executors/executor.port';
+import type { MediaService } from '../media/media.service';
+import type { Job, JobOutput } from './job.entity';
+import { stageInputs, storeOutputs } from './job.files';
+import { JobLog, type LogLine } from './job.log';
+import type { JobService } from './job.service';
+import type { JobStatus } from './job.states';
+
+/**
+ * Written into a job's directory before a detached executor is asked to submit it. A worker that
+ * takes the job over finds it there and looks for the job on the executor (by the job id it
+ * carries) instead of submitting it a second time.
+ */
+const SUBMITTED_MARK = '.submitted';
+
+/** What a followed job needs from its worker. */
+export interface FollowContext {
+  workerId: string;
+  jobs: JobService;
+  media: MediaService;
+  deployments: DeploymentService;
+  executor: Executor;
+  log: Logger;
+  publish(job: Job, lines: LogLine[]): Promise<void>;
+  /** Records why a job waits; written in batches. */
+  notePending(jobId: string, reason: string | null): void;
+}
+
+/** The error of a job that ended this way, or null when it succeeded. */
+export function failureOf(exit: JobExit, timeoutSeconds: number): string | null {
+  if (exit.detail) return exit.detail;
+  switch (exit.reason) {
+    case 'canceled':
+      // Canceled by its owner, the job is `canceled` already; otherwise the worker shut down.
+      return 'the worker shut down while the job ran; its processes were stopped';
+    case 'lost':
+      return 'the executor lost track of the job; its processes were stopped';
+    case 'timeout':
+      return `timed out after ${timeoutSeconds} s; its processes were stopped`;
+  }
+  if (exit.exitCode === 0) return null;
+  return `the program ${exit.exitCode === null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`}`;
+}
+
+/**
+ * The infrastructure failed the job, not its program: the executor says so (node failure,
+ * preemption), lost it, or stopped it because the worker shut down (a job canceled by its owner
+ * is `canceled` already and never recorded as failed).
+ */
+export function infrastructureFailure(exit: JobExit): boolean {
+  return exit.infrastructure === true || exit.reason === 'lost' || exit.reason === 'canceled';
+}
+
+/**
+ * One job on the executor, followed by this worker from its submission (or its adoption, when
+ * the job is taken over from a worker that is gone) to its end: the executor's reports become
+ * transitions, log lines and, at the end, outputs. Reports are handled one after the other, and
+ * only once the executor has answered the submission.
+ */
+export class JobFollow implements JobObserver {
+  /** Settles once the executor has the job, or the job failed before it got there. */
+  readonly started: Promise<void>;
+  /** Settles when this worker is done with the job: its end recorded, or let go on shutdown. */
+  readonly done: Promise<void>;
+  private settle!: () => void;
+  private chain: Promise<void>;
+  private externalId: string | null;
+  private status: JobStatus;
+  private pendingReason: string | null;
+  private readonly log: JobLog;
+  private readonly workDir: string;
+  private readonly outputDir: string;
+  private stopRequested = false;
+  /** The executor reported the end: nothing is left to stop. */
+  private exited = false;
+  private released = false;
+  private over = false;
+  /** A failure of this worker while following: the job fails with it. */
+  private error: string | null = null;
+
+  constructor(
+    private readonly ctx: FollowContext,
+    private readonly job: Job,
+    adopting: boolean,
+  ) {
+    this.externalId = job.externalId;
+    this.status = job.status;
+    this.pendingReason = job.pendingReason;
+    this.workDir = ctx.deployments.workDirOf(job.id);
+    this.outputDir = path.join(this.workDir, 'output');
+    this.log = new JobLog({
+      publish: (lines) => ctx.publish(job, lines),
+      save: (tail) => ctx.jobs.saveLogTail(job.id, tail),
+      failed: (err) => ctx.log.warn({ err, jobId: job.id }, 'job output not published or saved'),
+    });
+    this.done = new Promise((resolve) => (this.settle = resolve));
+    let open!: () => void;
+    this.chain = new Promise((resolve) => (open = resolve));
+    this.started = (adopting ? this.adopt() : this.submit()).finally(open);
+  }
+
+  // The executor's reports (JobObserver).
+
+  pending(reason: string | null): void {
+    this.then(() => this.onPending(reason));
+  }
+
+  running(nodes: string[]): void {
+    this.then(() => this.onRunning(nodes));
+  }
+
+  line(stream: LogStream, line: string, earlier?: boolean): void {
+    if (!this.released) this.log.line(stream, line, earlier);
+  }
+
+  ended(exit: JobExit): void {
+    this.exited = true;
+    this.then(() => this.onEnded(exit));
+  }
+
+  /**
+   * The job reached an end in the database (canceled, failed by a reconciliation, or its own end
+   * recorded here): stop it on the executor, unless it has ended there already.
+   */
+  stop(): void {
+    this.stopRequested = true;
+    if (this.externalId && !this.exited) this.cancel();
+  }
+
+  /**
+   * On shutdown, for a detached executor: stop following without touching the job, which goes on
+   * running; another worker (or this one after its restart) takes it over.
+   */
+  async release(): Promise<void> {
+    this.released = true;
+    await this.chain;
+    if (!this.over) {
+      await this.log.end();
+      await this.ctx.jobs.saveLogTail(this.job.id, this.log.tail()).catch(() => undefined);
+    }
+    this.settle();
+  }
+
+  private then(step: () => Promise<void>): void {
+    this.chain = this.chain
+      .then(() => (this.over || this.released ? undefined : step()))
+      .catch((err) => this.abort(err));
+  }
+
+  /** A fresh claim: prepare the directory, stage the inputs, submit. */
+  private async submit(): Promise<void> {
+    const { executor } = this.ctx;
+    try {
+      // Synchronous on purpose: a few tiny syscalls, where the thread pool added milliseconds.
+      mkdirSync(this.outputDir, { recursive: true });
+      await stageInputs(this.ctx.media, this.job, this.workDir);
+      if (executor.detached) writeFileSync(path.join(this.workDir, SUBMITTED_MARK), '');
+      await this.submitted(await executor.submit(this.spec(), this));
+    } catch (err) {
+      await this.failEarly(err);
+    }
+  }
+
+  /** A job taken over: follow it where it is, or submit it if its submission never began. */
+  private async adopt(): Promise<void> {
+    if (!this.job.externalId && !existsSync(path.join(this.workDir, SUBMITTED_MARK))) {
+      if (this.status !== 'canceled') return this.submit();
+      // Canceled before it was ever submitted: nothing to stop.
+      await this.ctx.jobs.releaseWorker(this.job.id, this.ctx.workerId).catch(() => undefined);
+      await rm(this.workDir, { recursive: true, force: true });
+      this.over = true;
+      this.settle();
+      return;
+    }
+    try {
+      const externalId = await this.ctx.executor.adopt(this.spec(), this.job.externalId, this);
+      if (externalId) await this.submitted(externalId);
+    } catch (err) {
+      // The executor cannot be asked now (the controller is down): the job is not failed for
+      // that; the next reconciliation, here or elsewhere, takes it over again.
+      this.ctx.log.warn({ err, jobId: this.job.id }, 'could not take over a job; trying again later');
+      await this.ctx.jobs.releaseWorker(this.job.id, this.ctx.workerId).catch(() => undefined);
+      this.over = true;
+      this.settle();
+    }
+  }
+
+  private async submitted(externalId: string): Promise<void> {
+    this.externalId = externalId;
+    if (this.ctx.executor.detached && this.job.externalId !== externalId)
+      // Not fatal: the `running` transition records it too, and a worker taking the job over
+      // finds it by its name.
+      await this.ctx.jobs
+        .recordSubmission(this.job.id, this.ctx.workerId, externalId)
+        .catch((err) => this.ctx.log.warn({ err, jobId: this.job.id }, 'could not record the submission'));
+    if (this.stopRequested && !this.exited) this.cancel();
+  }
+
+  private async onPending(reason: string | null): Promise<void> {
+    if (this.status !== 'starting' || reason === this.pendingReason) return;
+    this.pendingReason = reason;
+    this.ctx.notePending(this.job.id, reason);
+  }
+
+  private async onRunning(nodes: string[]): Promise<void> {
+    if (this.status !== 'starting') return; // adopted while running, or canceled
+    const moved = await this.ctx.jobs.transition(this.job.id, 'running', {
+      externalId: this.externalId ?? undefined,
+      nodes,
+    });
+    if (moved) this.status = 'running';
+    else this.stop(); // canceled while starting
+  }
+
+  private async onEnded(exit: JobExit): Promise<void> {
+    try {
+      await this.log.end();
+      await this.finish(exit);
+    } catch (err) {
+      this.ctx.log.warn({ err, jobId: this.job.id }, 'job failed before it could finish');
+      await this.ctx.media.discardJobOutputs(this.job.id).catch(() => undefined);
+      await this.fail((err as Error).message, exit.exitCode).catch((e) =>
+        this.ctx.log.error({ err: e, jobId: this.job.id }, 'could not record a failed job'),
+      );
+    } finally {
+      await rm(this.workDir, { recursive: true, force: true });
+      this.over = true;
+      this.settle();
+    }
+  }
+
+  private async finish(exit: JobExit): Promise<void> {
+    const error = this.error ?? failureOf(exit, this.job.timeoutSeconds);
+    if (error === null) {
+      const output: JobOutput = {
+        files: await storeOutputs(this.ctx.media, this.ctx.deployments, this.job, this.outputDir),
+        result: this.log.result(),
+      };
+      // Its outputs become visible in the same statement; canceled at the last moment, none do.
+      const moved = await this.ctx.jobs.transition(this.job.id, 'succeeded', {
+        exitCode: exit.exitCode,
+        logTail: this.log.tail(),
+        output,
+        publishOutputs: true,
+      });
+      if (moved) return;
+      await this.ctx.media.discardJobOutputs(this.job.id);
+    } else if (await this.fail(error, exit.exitCode, this.error === null && infrastructureFailure(exit))) {
+      return;
+    }
+    // It ended elsewhere (canceled): keep what it printed; nothing is left to follow.
+    await this.ctx.jobs.saveLogTail(this.job.id, this.log.tail());
+    await this.ctx.jobs.releaseWorker(this.job.id, this.ctx.workerId);
+  }
+
+  /**
+   * Records the failure. `infrastructure`: the executor, not the program, failed the job (lost,
+   * node failure, preemption, worker shutdown); recorded on the job, and the basis of automatic
+   * retries (the model's `max_retries`).
+   */
+  private async fail(error: string, exitCode: number | null, infrastructure = false): Promise<Job | null> {
+    const moved = await this.ctx.jobs.transition(this.job.id, 'failed', {
+      exitCode,
+      error,
+      logTail: this.log.tail(),
+      infrastructure,
+    });
+    if (moved && infrastructure)
+      this.ctx.log.warn(
+        { jobId: this.job.id, error, infrastructure },
+        'a job failed because of the infrastructure',
+      );
+    return moved;
+  }
+
+  /** Failed before the executor had the job: nothing runs. */
+  private async failEarly(err: unknown): Promise<void> {
+    if (this.externalId) return this.abort(err); // it runs: stop it, and fail when it has ended
+    this.ctx.log.warn({ err, jobId: this.job.id }, 'job failed before it could start');
+    await this.log.end();
+    await this.ctx.media.discardJobOutputs(this.job.id).catch(() => undefined);
+    await this.fail((err as Error).message, null).catch((e) =>
+      this.ctx.log.error({ err: e, jobId: this.job.id }, 'could not record a failed job'),
+    );
+    await rm(this.workDir, { recursive: true, force: true });
+    this.over = true;
+    this.settle();
+  }
+
+  /** This worker failed while following: stop the job; it fails with the error once it ended. */
+  private abort(err: unknown): void {
+    this.ctx.log.warn({ err, jobId: this.job.id }, 'job stopped: its worker failed to follow it');
+    this.error ??= (err as Error).message;
+    this.stop();
+  }
+
+  private cancel(): void {
+    this.ctx.executor
+      .cancel(this.externalId!)
+      .catch((err) =>
+        this.ctx.log.warn({ err, jobId: this.job.id }, 'could not stop the job on the executor'),
+      );
+  }
+
+  private spec(): JobSpec {
+    const { job } = this;
+    return {
+      jobId: job.id,
+      argv: job.argv,
+      env: {},
+      container: job.container,
+      machineType: job.machineType,
+      machineCount: job.machineCount,
+      timeoutSeconds: job.timeoutSeconds,
+      inputs: job.inputs.map((i) => i.path),
+      workDir: this.workDir,
+      outputDir: this.outputDir,
+    };
+  }
+}
