@@ -54,10 +54,16 @@ export interface Child {
 }
 
 /** Runs a compiled script of the project as a child process and waits until its port answers. */
-export async function startChild(script: string, env: Record<string, string>, port: number): Promise<Child> {
+export async function startChild(
+  script: string,
+  env: Record<string, string>,
+  port: number,
+  /** Another build's output directory (an earlier commit's `dist`). */
+  root = distRoot,
+): Promise<Child> {
   // BENCH_NODE_ARGS (e.g. `--cpu-prof`) profiles the servers under test.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, path.join(distRoot, script)], {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, script)], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -130,6 +136,8 @@ export interface ServiceUnderTest {
   db: EmbeddedDatabase;
   service: Child;
   dataDir: string;
+  /** The service's environment (another build may be started with it). */
+  env: Record<string, string>;
   /** A development user token for `sub`. */
   token(sub: string): Promise<string>;
   stop(): Promise<void>;
@@ -152,29 +160,27 @@ export async function startService(
     db = await startEmbeddedPostgres(pgDir, createLogger('warn'));
   }
   const port = await freePort();
-  const service = await startChild(
-    'src/main.js',
-    // Measured as it runs in production (graphql-js drops its development checks there).
-    {
-      NODE_ENV: 'production',
-      DATA_DIR: dataDir,
-      DATABASE_URL: db.url,
-      LOG_LEVEL: 'warn',
-      ROLES: 'api',
-      // Benchmarks send far more than a principal may (docs/operations.md); the limits' own cost,
-      // one upsert per request, is left out of the figures.
-      RATE_LIMIT_PER_MINUTE: '0',
-      RATE_LIMIT_UPLOADS_PER_MINUTE: '0',
-      RATE_LIMIT_DEPLOYMENTS_PER_MINUTE: '0',
-      ...env,
-    },
-    port,
-  );
+  // Measured as it runs in production (graphql-js drops its development checks there).
+  const serviceEnv = {
+    NODE_ENV: 'production',
+    DATA_DIR: dataDir,
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'warn',
+    ROLES: 'api',
+    // Benchmarks send far more than a principal may (docs/operations.md); the limits' own cost,
+    // one upsert per request, is left out of the figures.
+    RATE_LIMIT_PER_MINUTE: '0',
+    RATE_LIMIT_UPLOADS_PER_MINUTE: '0',
+    RATE_LIMIT_DEPLOYMENTS_PER_MINUTE: '0',
+    ...env,
+  };
+  const service = await startChild('src/main.js', serviceEnv, port);
   const key = await loadDevSigningKey(dataDir);
   return {
     db,
     service,
     dataDir,
+    env: serviceEnv,
     token: (sub) =>
       signUserToken(key, devIssuerUrl(service.url), 'media-platform-dev', { sub, preferred_username: sub }),
     stop: async () => {

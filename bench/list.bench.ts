@@ -244,6 +244,18 @@ export async function run(): Promise<void> {
       await freePort(),
     );
     children.push(peer);
+    // BENCH_REST_BEFORE: the `dist` of an earlier build, served beside this one on the same
+    // database and data (its tokens and URLs the same), so that REST is compared in one run.
+    const beforeDist = process.env.BENCH_REST_BEFORE;
+    const before = beforeDist
+      ? await startChild(
+          'src/main.js',
+          { ...sut.env, PUBLIC_URL: sut.service.url },
+          await freePort(),
+          beforeDist,
+        )
+      : undefined;
+    if (before) children.push(before);
 
     const json = { 'content-type': 'application/json' };
     const post = (query: string, variables: object = {}) => ({
@@ -265,6 +277,16 @@ export async function run(): Promise<void> {
         request: { path: '/api/v1/media?limit=50', headers: { authorization: auth } },
         ids: (b) => (b as { media: { id: string }[] }).media.map((m) => m.id),
       },
+      ...(before
+        ? [
+            {
+              name: `GET /api/v1/media?limit=50, build of ${beforeDist}`,
+              child: before,
+              request: { path: '/api/v1/media?limit=50', headers: { authorization: auth } },
+              ids: (b: unknown) => (b as { media: { id: string }[] }).media.map((m) => m.id),
+            },
+          ]
+        : []),
       {
         name: 'POST /graphql (ListMedia)',
         child: sut.service,

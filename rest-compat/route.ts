@@ -37,7 +37,7 @@ export interface RouteDoc {
   request?: JsonSchema;
   /** The status of a success; 200 unless said. */
   status?: 200 | 201 | 204;
-  /** The legacy success body; none for 204. Compiled into the route's serializer too. */
+  /** The legacy success body; none for 204. */
   response?: JsonSchema;
 }
 

@@ -1,8 +1,7 @@
 /**
  * JSON Schema (2020-12, the dialect of OpenAPI 3.1) building blocks for the route table. Every
  * object lists all its properties and forbids others, so a schema is an exact description of
- * the body: the OpenAPI test validates real answers with it, and serializers compiled from it
- * (issue 19) drop nothing.
+ * the body: the OpenAPI test validates real answers with it.
  */
 import { ERROR_CODES } from '../src/common/errors';
 

@@ -11,7 +11,7 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
 import { Job, type JobInput } from '../jobs/job.entity';
-import { DISPATCH_TASK, deadlineTaskSql, queuedCopySql } from '../jobs/job.queue';
+import { DISPATCH_TASK, deadlineTaskSql, jobEventSql, queuedCopySql } from '../jobs/job.queue';
 import { isTerminal } from '../jobs/job.states';
 import { MAX_WAIT_SECONDS, type JobWaiter } from '../jobs/job.wait';
 import { parseDuration } from '../common/duration';
@@ -185,14 +185,13 @@ export class DeploymentService {
                            log_tail, created_at, updated_at)
          select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?,
                 now() + make_interval(secs => ?::double precision), '', now(), now() from d
-         returning id, owner_type, owner_id, created_at, deadline_at),
+         returning *),
        t as (insert into job_transitions (job_id, from_status, to_status, at)
              select id, null, 'queued', created_at from j returning id as seq),
        m as (${RUN_COUNT_INCREMENT}),
        q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5),
                     ${deadlineTaskSql('j')} from j)
-       select j.created_at, j.deadline_at, pg_notify(?, json_build_object('jobId', j.id, 'ownerType', j.owner_type,
-                'ownerId', j.owner_id, 'status', 'queued', 'from', null, 'at', j.created_at, 'seq', t.seq)::text)
+       select j.created_at, j.deadline_at, pg_notify(?, ${jobEventSql('j', 't.seq', 'null::text')})
        from j, t, q`,
       [
         deployment.id,

@@ -25,7 +25,8 @@ export interface JobExit {
   reason: 'timeout' | 'canceled' | 'lost' | null;
   /**
    * Why it ended, in words, when the exit code does not say it all: a cluster's end state
-   * (`the node running it failed (Slurm: NODE_FAIL)`). The job's error then.
+   * (`the node running it failed (Slurm: NODE_FAIL)`), a resource limit the local executor
+   * enforced (`... after reaching its memory limit`). The job's error then.
    */
   detail?: string;
   /**
@@ -86,9 +87,10 @@ export interface Executor {
   /**
    * After a restart: stops a job this executor started under an earlier process, if it still
    * runs; answers whether anything was stopped. Its output cannot be followed any more. (Jobs of
-   * a detached executor are adopted instead.)
+   * a detached executor are adopted instead.) `externalId` is null when the job was started but
+   * its id not recorded (the worker died meanwhile): the executor finds it by the job's id.
    */
-  stopOrphan(jobId: string, externalId: string): Promise<boolean>;
+  stopOrphan(jobId: string, externalId: string | null): Promise<boolean>;
   /**
    * On shutdown. A local executor stops its jobs (they end with reason `canceled`); a detached
    * one stops following them and leaves them running for another worker to adopt.

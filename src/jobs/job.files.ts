@@ -80,7 +80,7 @@ export async function storeOutputs(
       });
     } catch (err) {
       await handle.close().catch(() => undefined);
-      throw new Error(`could not keep the output ${name}: ${(err as Error).message}`);
+      throw new Error(`could not keep the output ${name}: ${(err as Error).message}`, { cause: err });
     }
   }
   return stored;

@@ -37,7 +37,29 @@ export function queuedCopySql(p: string, source: string): string {
     ${p}_go as (
       select graphile_worker.add_job('${DISPATCH_TASK}', json_build_object('jobId', j.id::text), max_attempts => 5),
         ${deadlineTaskSql('j')},
-        pg_notify('${CHANNELS.jobs}', json_build_object('jobId', j.id, 'ownerType', j.owner_type,
-          'ownerId', j.owner_id, 'status', 'queued', 'from', null, 'at', j.created_at, 'seq', t.seq)::text)
+        pg_notify('${CHANNELS.jobs}', ${jobEventSql('j', 't.seq', 'null::text')})
       from ${p}_job j join ${p}_tr t on t.job_id = j.id)`;
+}
+
+/**
+ * The JSON text of a job event for the row `j` (after its change), its transition's id `seq` and
+ * previous state `from`. Subscribers answer from it without reading the job when the fields they
+ * asked for are in it; so that NOTIFY's 8000-byte limit holds, the columns of unbounded size are
+ * put in only below a size (the log tail never): at most about 6.7 KB in all.
+ */
+export function jobEventSql(j: string, seq: string, from: string): string {
+  const ifSmall = (key: string, column: string, bytes: number) =>
+    `case when coalesce(octet_length(${column}::text), 0) <= ${bytes} then jsonb_build_object('${key}', ${column}) else '{}' end`;
+  return `json_build_object('jobId', ${j}.id, 'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id,
+    'status', ${j}.status, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
+    jsonb_build_object('id', ${j}.id, 'deploymentId', ${j}.deployment_id, 'modelId', ${j}.model_id,
+      'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${j}.status,
+      'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
+      'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,
+      'exitCode', ${j}.exit_code, 'queueSeconds', ${j}.queue_seconds, 'runSeconds', ${j}.run_seconds,
+      'createdAt', ${j}.created_at, 'startedAt', ${j}.started_at, 'finishedAt', ${j}.finished_at,
+      'updatedAt', ${j}.updated_at)
+    || ${ifSmall('container', `${j}.container`, 256)} || ${ifSmall('error', `${j}.error`, 1024)}
+    || ${ifSmall('argv', `${j}.argv`, 1280)} || ${ifSmall('output', `${j}.output`, 3072)}
+    || ${ifSmall('nodes', `${j}.nodes`, 256)})::text`;
 }

@@ -21,15 +21,22 @@ import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
 import { ModelType } from '../models/model.types';
 import type { RequestContext } from '../server/context';
-import { CurrentPrincipal, selects, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, selectedFields, selects, toConnection } from '../server/graphql.helpers';
 import { byId, freshLoadersPerEvent, groupedBy } from '../server/loaders';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';
 import { JobService } from './job.service';
 import type { JobStatus } from './job.states';
-import { JobConnection, JobFilterInput, JobLogLineType, JobTransitionType, JobType } from './job.types';
+import {
+  JobConnection,
+  JobFilterInput,
+  JobLogLineType,
+  JobTransitionType,
+  JobType,
+  jobNeedsOf,
+} from './job.types';
 
-type Subscribed = { args: { id: string }; context: RequestContext };
+type Subscribed = { args: { id: string }; context: RequestContext; info: GraphQLResolveInfo };
 
 @Resolver(() => JobType)
 export class JobResolver {
@@ -105,8 +112,15 @@ export class JobResolver {
   @Subscription(() => JobType, {
     description:
       "One job: its state now, then each transition; it completes when the job has ended. Another owner's job is NOT_FOUND.",
-    subscribe: async ({ args, context }: Subscribed) =>
-      freshLoadersPerEvent(context, await context.live.one(requirePrincipal(context.principal), args.id)),
+    subscribe: async ({ args, context, info }: Subscribed) =>
+      freshLoadersPerEvent(
+        context,
+        await context.live.one(
+          requirePrincipal(context.principal),
+          args.id,
+          jobNeedsOf(selectedFields(info)),
+        ),
+      ),
   })
   jobUpdated(@Root() update: JobUpdate, @Arg('id', () => ID) _id: string): JobType {
     return this.updateView(update);
@@ -115,8 +129,11 @@ export class JobResolver {
   @Subscription(() => JobType, {
     name: 'jobs',
     description: "Every transition of the owner's jobs.",
-    subscribe: ({ context }: Subscribed) =>
-      freshLoadersPerEvent(context, context.live.all(requirePrincipal(context.principal))),
+    subscribe: async ({ context, info }: Subscribed) =>
+      freshLoadersPerEvent(
+        context,
+        await context.live.all(requirePrincipal(context.principal), jobNeedsOf(selectedFields(info))),
+      ),
   })
   jobsUpdated(@Root() update: JobUpdate): JobType {
     return this.updateView(update);

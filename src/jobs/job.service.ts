@@ -8,7 +8,7 @@ import { Deployment } from '../deployments/deployment.entity';
 import { Model } from '../models/model.entity';
 import { CHANNELS } from '../events/event-bus';
 import { Job, JobTransition, type JobOutput } from './job.entity';
-import { queuedCopySql } from './job.queue';
+import { jobEventSql, queuedCopySql } from './job.queue';
 import { LOG_TAIL_BYTES, type LogLine } from './job.log';
 import { enqueueDeliveriesSql, enqueueLogsSql } from '../webhooks/webhook.sql';
 import type { WebhookEvent } from '../webhooks/webhook.events';
@@ -50,7 +50,15 @@ export interface JobEvent {
   at: string;
   /** The transition's id: increasing, so a subscriber can tell what it has already seen. */
   seq: number;
+  /** The job as the transition left it (see jobEventSql); absent from events re-read after a gap. */
+  job?: JobSnapshot;
 }
+
+/**
+ * A job's columns in its events, by their Job property names (`deploymentId` for the relation;
+ * times as ISO text). The large ones are there only when small enough (see jobEventSql).
+ */
+export type JobSnapshot = Partial<Record<keyof Job | 'deploymentId', unknown>>;
 
 /** How much of a job's output is kept for replay (`job_log_batches`); the last 64 KiB are in its log tail. */
 export const STORED_LOG_BYTES = 8 * 1024 * 1024;
@@ -243,8 +251,7 @@ export class JobService {
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
                select id, from_status, status, updated_at from upd returning id as seq)${publish}${retry}${webhooks}
-       select upd.*, pg_notify(?, json_build_object('jobId', id, 'ownerType', owner_type, 'ownerId', owner_id,
-                'status', status, 'from', from_status, 'at', updated_at, 'seq', ins.seq)::text)
+       select upd.*, pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')})
               ${extras.map((e) => `, ${e}`).join('')}
        from upd, ins`,
       [
@@ -273,12 +280,55 @@ export class JobService {
     return job;
   }
 
-  /** The id of a job's latest transition (see JobEvent.seq). */
-  async lastTransition(jobId: string): Promise<number> {
+  /**
+   * A job and the id of its latest transition (see JobEvent.seq), in one statement: read apart,
+   * the two could disagree about a job that moves meanwhile.
+   */
+  async withLastTransition(id: string): Promise<{ job: Job; seq: number } | null> {
+    const em = this.orm.em.fork();
+    const [row]: Record<string, unknown>[] = await em.execute(
+      `select j.*, (select coalesce(max(t.id), 0) from job_transitions t where t.job_id = j.id)::int as last_seq
+       from jobs j where j.id = ?`,
+      [id],
+    );
+    if (!row) return null;
+    const { last_seq: seq, ...job } = row;
+    return { job: em.map(Job, job), seq: seq as number };
+  }
+
+  /** The id of the latest transition of any job. */
+  async lastTransitionId(): Promise<number> {
     const [row] = await this.orm.em
       .fork()
-      .execute('select coalesce(max(id), 0)::int as seq from job_transitions where job_id = ?', [jobId]);
-    return row.seq as number;
+      .execute('select coalesce(max(id), 0)::bigint::text as seq from job_transitions');
+    return Number(row.seq);
+  }
+
+  /**
+   * Transitions after `afterSeq` of the given owners' jobs and of the given jobs, in order, as
+   * events without the job's columns (a subscriber that needs them reads the job as it is now).
+   */
+  async transitionsAfter(
+    afterSeq: number,
+    owners: readonly string[],
+    jobIds: readonly string[],
+  ): Promise<JobEvent[]> {
+    const rows: Record<string, unknown>[] = await this.orm.em.fork().execute(
+      `select t.id::text as seq, t.job_id, t.from_status, t.to_status, t.at, j.owner_type, j.owner_id
+       from job_transitions t join jobs j on j.id = t.job_id
+       where t.id > ? and (t.job_id = any(?::uuid[]) or j.owner_type || ':' || j.owner_id = any(?::text[]))
+       order by t.id`,
+      [afterSeq, `{${jobIds.join(',')}}`, `{${owners.map((o) => `"${o}"`).join(',')}}`],
+    );
+    return rows.map((r) => ({
+      jobId: r.job_id as string,
+      ownerType: r.owner_type as Owner['type'],
+      ownerId: r.owner_id as string,
+      status: r.to_status as JobStatus,
+      from: r.from_status as JobStatus | null,
+      at: new Date(r.at as string).toISOString(),
+      seq: Number(r.seq),
+    }));
   }
 
   /**

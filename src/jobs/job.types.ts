@@ -198,6 +198,52 @@ export class JobType {
   }
 }
 
+/**
+ * The keys of an event's job payload (JobSnapshot) each JobType field is made of, so that a
+ * subscription whose fields are all there is answered without reading the job. Nested types
+ * need only the ids their resolvers load by; a field not listed here means "read the job".
+ */
+const FIELD_SOURCES: Record<string, readonly string[]> = {
+  __typename: [],
+  id: ['id'],
+  deploymentId: ['deploymentId'],
+  modelId: ['modelId'],
+  status: [],
+  executor: ['executor'],
+  externalId: ['externalId'],
+  nodes: ['nodes'],
+  // pendingReason is not here: it changes between transitions, so it is read from the job.
+  command: ['argv'],
+  container: ['container'],
+  machineType: ['machineType'],
+  machineCount: ['machineCount'],
+  timeoutSeconds: ['timeoutSeconds'],
+  exitCode: ['exitCode'],
+  error: ['error'],
+  queueSeconds: ['queueSeconds'],
+  runSeconds: ['runSeconds'],
+  result: ['output'],
+  resultUrls: ['output'],
+  createdAt: ['createdAt'],
+  startedAt: ['startedAt'],
+  finishedAt: ['finishedAt'],
+  updatedAt: ['updatedAt'],
+  model: ['modelId'],
+  deployment: ['deploymentId'],
+  outputs: ['id'],
+  transitions: ['id'],
+};
+
+/** What the given JobType fields are made of (see FIELD_SOURCES); null when one is unknown. */
+export function jobNeedsOf(fields: Iterable<string>): Set<string> | null {
+  const needs = new Set<string>();
+  for (const field of fields) {
+    if (!Object.hasOwn(FIELD_SOURCES, field)) return null;
+    for (const key of FIELD_SOURCES[field]) needs.add(key);
+  }
+  return needs;
+}
+
 export const JobConnection = Connection(JobType, 'Job');
 
 @InputType()

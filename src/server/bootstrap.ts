@@ -66,12 +66,16 @@ export async function startRuntime(
       databaseUrl = embedded.url;
     }
     warnAboutMachineTypes(config, log);
-    orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
+    orm = await openOrm({
+      clientUrl: databaseUrl,
+      onQuery: options.onQuery,
+      queryTimeoutMs: config.databaseQueryTimeoutMs,
+    });
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
     // The job queue's own schema; every role needs it, since creating a deployment enqueues.
     await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
-    bus = new EventBus(databaseUrl, log);
+    bus = new EventBus(databaseUrl, log, config.databaseQueryTimeoutMs);
     await bus.start();
     const ormOpen = orm;
     const metrics = new Metrics(
@@ -89,7 +93,11 @@ export async function startRuntime(
       log,
     );
     bus.onReconnect(() => metrics.eventBusReconnects.inc());
-    const metricsEndpoint = metricsServer(metrics, () => databaseAnswers(ormOpen), log);
+    const metricsEndpoint = metricsServer(
+      metrics,
+      () => databaseAnswers(ormOpen, Math.min(2000, config.databaseQueryTimeoutMs)),
+      log,
+    );
 
     let verifier: TokenVerifier;
     const publicRoutes = [];
@@ -128,7 +136,11 @@ export async function startRuntime(
         createExecutor(config, log),
         bus,
         log,
-        { databaseUrl, concurrency: config.workerConcurrency },
+        {
+          databaseUrl,
+          concurrency: config.workerConcurrency,
+          queryTimeoutMs: config.databaseQueryTimeoutMs,
+        },
       );
       await runner.start();
       tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {

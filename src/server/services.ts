@@ -99,7 +99,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
       : null,
     lifecycle,
   );
-  const live = new JobLive(bus, jobs);
+  const live = new JobLive(bus, jobs, log);
   const billing = new BillingService(orm, config.prices);
   const idempotency = new IdempotencyService(orm);
   const history = new JobHistory(orm);
