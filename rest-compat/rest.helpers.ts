@@ -1,5 +1,6 @@
 import type { Request } from 'express';
-import { AppError } from '../src/common/errors';
+import { AppError, type ErrorDetails } from '../src/common/errors';
+import { checkText } from '../src/common/text';
 import type { RestResponse } from './route';
 
 /** The JSON object body of a request, or 400. */
@@ -16,6 +17,10 @@ export function body(req: Request): Record<string, unknown> {
   }
   if (typeof b !== 'object' || b === null || Array.isArray(b))
     throw new AppError('BAD_REQUEST', 'the JSON body must be an object');
+  // The rule of every string input (src/server/graphql.inputs.ts), here with the legacy names.
+  const details: ErrorDetails = {};
+  checkText(b, [], (path, problem) => (details[path.join('.')] ??= problem));
+  if (Object.keys(details).length) throw AppError.validation(details);
   return b as Record<string, unknown>;
 }
 

@@ -1,7 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import { validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
-import { AppError, toAppError } from '../src/common/errors';
+import { AppError, toAppError, withoutSuggestions } from '../src/common/errors';
+import { inputProblems } from '../src/server/graphql.inputs';
 import type { RequestContext } from '../src/server/context';
 import { sendError, sendJson } from '../src/server/http.helpers';
 import type { RestRoute } from './route';
@@ -36,13 +37,16 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
       res.locals.graphqlOperation = operation; // named on the request's log line
       const context = contextOf(req, res);
       try {
-        const result = await compiled.query(undefined, context, r.variables(req) as Record<string, unknown>);
+        const variables = r.variables(req) as Record<string, unknown>;
+        const problem = inputProblems(schema, r.document, undefined, variables);
+        if (problem) throw problem;
+        const result = await compiled.query(undefined, context, variables);
         if (result.errors?.length) {
           const [first] = result.errors;
           // Without data the request itself did not fit the schema (variable coercion): 400.
           const { error, unexpected } =
             result.data === undefined
-              ? { error: new AppError('BAD_REQUEST', first.message), unexpected: false }
+              ? { error: new AppError('BAD_REQUEST', withoutSuggestions(first.message)), unexpected: false }
               : toAppError(first.originalError ?? first);
           if (unexpected) context.log.error({ err: first.originalError }, 'unexpected error');
           return sendError(req, res, error);

@@ -60,8 +60,12 @@ export interface Config {
   localExecutorTrust: 'builtin' | 'any';
   /** Jobs the local executor runs at once. */
   localExecutorConcurrency: number;
-  /** PATH of the processes the local executor starts (and of Slurm jobs and commands). */
+  /** PATH of the processes the service starts (local jobs, the chat bridge's, Slurm jobs and commands). */
   localExecutorPath: string;
+  /** Per local job (0: none): memory of its processes, open files per process, processes. */
+  localExecutorMemoryMb: number;
+  localExecutorMaxOpenFiles: number;
+  localExecutorMaxProcesses: number;
   /** Jobs' working directories; shared with the compute nodes for cluster executors. */
   jobsDir: string;
   /** Jobs one worker process dispatches and follows at once. */
@@ -109,6 +113,16 @@ export interface Config {
   prices: PriceList;
   /** The Kubernetes executor (docs/executors-kubernetes.md). */
   kubernetes: KubernetesConfig;
+  /** Plain http webhooks allowed (`WEBHOOK_ALLOW_HTTP`); https only otherwise. */
+  webhookAllowHttp: boolean;
+  /** `host:port` entries webhooks may reach although they are private addresses (tests, own receivers). */
+  webhookAllowPrivate: readonly string[];
+  /** Bound on each delivery attempt. */
+  webhookTimeoutSeconds: number;
+  /** Short tasks (webhook deliveries, deadlines) one worker process runs at once. */
+  webhookConcurrency: number;
+  /** Bound on opening a database connection, waiting for one, and each statement (then 503). */
+  databaseQueryTimeoutMs: number;
   // Operability (docs/operations.md).
   /** A second port serving /metrics, /healthz and /readyz, for any role; undefined: none. */
   metricsPort: number | undefined;
@@ -444,6 +458,9 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     localExecutorTrust: p.oneOf('LOCAL_EXECUTOR_TRUST', ['builtin', 'any'] as const, 'builtin'),
     localExecutorConcurrency,
     localExecutorPath: p.str('PATH', '/usr/local/bin:/usr/bin:/bin'),
+    localExecutorMemoryMb: p.int('LOCAL_EXECUTOR_MEMORY_MB', 2048, 0, 1_048_576),
+    localExecutorMaxOpenFiles: p.int('LOCAL_EXECUTOR_MAX_OPEN_FILES', 1024, 0, 1_048_576),
+    localExecutorMaxProcesses: p.int('LOCAL_EXECUTOR_MAX_PROCESSES', 256, 0, 1_000_000),
     jobsDir,
     // A local job takes a CPU; a cluster job costs the worker only what following it costs.
     workerConcurrency: p.int(
@@ -516,6 +533,11 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
       ),
       jobTtlSeconds: p.int('KUBERNETES_JOB_TTL_SECONDS', 86400, 0, 30 * 86400),
     },
+    webhookAllowHttp: p.bool('WEBHOOK_ALLOW_HTTP', false),
+    webhookAllowPrivate: webhookAllowPrivate(p),
+    webhookTimeoutSeconds: p.int('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
+    webhookConcurrency: p.int('WEBHOOK_CONCURRENCY', 4, 1, 256),
+    databaseQueryTimeoutMs: p.int('DATABASE_QUERY_TIMEOUT_MS', 5000, 100, 600_000),
     metricsPort: p.raw('METRICS_PORT') === undefined ? undefined : p.int('METRICS_PORT', 0, 0, 65535),
     corsOrigins: p.origins('CORS_ORIGINS'),
     rateLimitPerMinute: p.int('RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
@@ -529,6 +551,19 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     );
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
+}
+
+/** `WEBHOOK_ALLOW_PRIVATE`: `host:port` entries (IPv6 in brackets), lower-cased. */
+function webhookAllowPrivate(p: Parser): string[] {
+  const entries = p.list('WEBHOOK_ALLOW_PRIVATE').map((e) => e.toLowerCase());
+  const bad = entries.filter(
+    (e) => !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/.test(e) || Number(e.split(':').pop()) > 65535,
+  );
+  if (bad.length)
+    p.problems.push(
+      `WEBHOOK_ALLOW_PRIVATE: expected host:port entries ([v6]:port for IPv6), got ${bad.join(', ')}`,
+    );
+  return entries;
 }
 
 /** `loadConfig` for entry points (the service, scripts): a bad configuration is printed, exit 2. */

@@ -55,7 +55,16 @@ async function sql<T>(query: string, params: unknown[] = []): Promise<T[]> {
   return t.runtime.orm.em.fork().getConnection().execute<T[]>(query, params);
 }
 
+/** Secrets as a production service holds them, in its own environment: its children must not. */
+const SERVICE_SECRETS = {
+  MATRIX_REGISTRATION_SHARED_SECRET: SECRET,
+  BRIDGE_SECRET_KEY: '1'.repeat(64),
+  OIDC_CLIENT_SECRET: 'client-secret',
+  DATABASE_URL: 'postgres://user:password@db.example/media',
+};
+
 beforeAll(async () => {
+  Object.assign(process.env, SERVICE_SECRETS);
   hs = await TestHomeserver.start(SECRET, SERVER);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bridge-stubs-'));
   stubs = { dendrite: await writeStub(dir, 'dendrite'), matterbridge: await writeStub(dir, 'matterbridge') };
@@ -72,6 +81,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await hs?.stop();
+  for (const name of Object.keys(SERVICE_SECRETS)) delete process.env[name];
 });
 
 describe('POST /api/v1/matrix/user', () => {
@@ -432,6 +442,8 @@ describe('Dendrite instances', () => {
     );
     expect(first.argv).toEqual(['--config', configFile, '--http-bind-address', '127.0.0.1:18448']);
     expect(first.cwd).toBe(dir);
+    // A minimal environment, as jobs get: nothing of the service's (its secrets above all).
+    expect(first.env).toEqual({ PATH: t.config.localExecutorPath, HOME: dir, TMPDIR: dir, LANG: 'C.UTF-8' });
 
     // A crash is followed by a restart with the same arguments.
     process.kill(first.pid, 'SIGKILL');
@@ -582,6 +594,7 @@ describe('matterbridge bridges', () => {
       (await stubs.matterbridge.records()).find((r) => r.argv.includes(file)),
     );
     expect(run.argv).toEqual(['-conf', file]);
+    expect(Object.keys(run.env).sort()).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR']);
 
     // The platform token is sealed at rest and never answered.
     expect(JSON.stringify(await list(leo))).not.toContain('discord-bot-token-secret');
@@ -657,7 +670,8 @@ describe('matterbridge bridges', () => {
     ],
     [{ name: 'x', conf: { ...discord.conf, platform: undefined } }, 'conf.platform', 'is required'],
     [{ name: 'x', conf: { ...discord.conf, channel: 'gen\neral' } }, 'conf.channel', 'control characters'],
-    [{ name: 'x', conf: { ...discord.conf, token: 'tok\u0000en' } }, 'conf.token', 'control characters'],
+    // The rule of every string input (src/common/text.ts).
+    [{ name: 'x', conf: { ...discord.conf, token: 'tok\u0000en' } }, 'conf.token', 'NUL characters'],
     [{ name: 'x', conf: { ...discord.conf, token: '' } }, 'conf.token', 'is required'],
     [{ name: 'x', conf: { ...discord.conf, server: undefined } }, 'conf.server', 'is required for discord'],
     [

@@ -78,7 +78,9 @@ describe('two service instances on one database', () => {
     const running = await until(
       () => api(apiOnly.port, auth).job(jobId),
       (j) => j.status === 'running',
+      60000,
     );
+    expect(running.status).toBe('running');
     const pid = Number(running.external_id);
     expect(alive(pid)).toBe(true);
     const canceled = await api(apiOnly.port, auth).call('POST', `/api/v1/jobs/${jobId}/cancel`);
@@ -110,8 +112,15 @@ describe('a worker process that dies', () => {
       ROLES: 'api,worker',
     };
   });
+  // A test that failed half-way leaves no worker behind to take the next test's jobs.
+  afterEach(async () => {
+    for (const s of services.splice(0))
+      if (s.child.exitCode === null) {
+        s.child.kill('SIGTERM');
+        await s.exited;
+      }
+  });
   afterAll(async () => {
-    for (const s of services) if (s.child.exitCode === null) s.child.kill('SIGKILL');
     await issuer.stop();
     await rm(dataDir, { recursive: true, force: true });
   });
@@ -124,7 +133,9 @@ describe('a worker process that dies', () => {
     const running = await until(
       () => api(first.port, auth).job(jobId),
       (j) => j.status === 'running',
+      60000,
     );
+    expect(running.status).toBe('running');
     const pid = Number(running.external_id);
 
     first.child.kill('SIGKILL');
@@ -172,7 +183,9 @@ describe('a worker process that dies', () => {
     const started = await until(
       () => api(svc.port, auth).job(running),
       (j) => j.status === 'running',
+      60000,
     );
+    expect(started.status).toBe('running');
     const waiting = await api(svc.port, auth).run('idle'); // the only slot is taken
     expect((await api(svc.port, auth).job(waiting)).status).toBe('queued');
     const pid = Number(started.external_id);

@@ -493,8 +493,8 @@ describe('resilience', () => {
     const modelId = await programModel('argv');
     const { jobId } = await deploy(t, alice, modelId, {});
     await waitForJob(t, alice, jobId);
-    const bus = t.runtime.services.live['bus'] as { handlerCount(): number };
-    const before = bus.handlerCount();
+    const live = t.runtime.services.live;
+    const before = live.subscriberCount();
     const client = connect(alice);
     try {
       for (let i = 0; i < 5; i++) {
@@ -515,7 +515,7 @@ describe('resilience', () => {
           () => false,
         );
         await until(
-          async () => bus.handlerCount(),
+          async () => live.subscriberCount(),
           (n) => n > before,
         );
         all.dispose();
@@ -523,7 +523,7 @@ describe('resilience', () => {
       }
       expect(
         await until(
-          async () => bus.handlerCount(),
+          async () => live.subscriberCount(),
           (n) => n === before,
         ),
       ).toBe(before);

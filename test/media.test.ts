@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { createHash } from 'node:crypto';
 import { MediaAsset } from '../src/media/media.entity';
 import { startTestApp, type TestApp } from './helpers/app';
@@ -573,14 +574,18 @@ describe('at 100k assets', () => {
     const [{ id: userId }] = await em
       .getConnection()
       .execute(`select id from users where subject = 'hoarder'`);
-    // 100k assets over 50 owners, 20 tags; the hoarder owns 2,000 of them.
-    await em.getConnection().execute(
+    // 100k assets over 50 owners, 20 tags; the hoarder owns 2,000 of them. Written on a connection
+    // of the test's own: the service's are bounded by DATABASE_QUERY_TIMEOUT_MS, a bulk load is not.
+    const pg = new Client({ connectionString: t.databaseUrl });
+    await pg.connect();
+    await pg.query(
       `insert into media_assets (id, owner_type, owner_id, status, image_name, extension, content_type, size, sha256, tags, created_at, updated_at)
        select gen_random_uuid(), 'user', case when i % 50 = 0 then '${userId}'::uuid else md5((i % 50)::text)::uuid end,
               'live', 'f.png', 'png', 'image/png', 1, repeat('0', 64), array['tag' || (i % 20)], now() - i * interval '1 second', now()
        from generate_series(1, 100000) i`,
     );
-    await em.getConnection().execute('analyze media_assets');
+    await pg.query('analyze media_assets');
+    await pg.end();
 
     recording = [];
     const res = await listMedia(owner, '?tags=tag0,tag10&excludeTags=tag0&limit=20');

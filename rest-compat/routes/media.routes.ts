@@ -86,11 +86,8 @@ export const mediaRoutes = [
       media_key: url,
     }),
     document: UpdateMediaTagsDocument,
-    variables: (req) => {
-      const tags = body(req).tags;
-      if (!Array.isArray(tags)) throw AppError.validation({ tags: 'must be a list of strings' });
-      return { id: String(req.params.id), tags: tags as string[] };
-    },
+    // A list, like every list input (src/server/graphql.inputs.ts).
+    variables: (req) => ({ id: String(req.params.id), tags: body(req).tags as string[] }),
     respond: ({ updateMediaTags: m }) => ({
       body: {
         // The update answer's media_key is relative; the root beside it makes it whole.

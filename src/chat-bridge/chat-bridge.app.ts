@@ -56,6 +56,7 @@ export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Br
     reservedPorts: [config.port, config.bridgePort],
     dendriteBin: config.dendriteBin,
     matterbridgeBin: config.matterbridgeBin,
+    childPath: config.localExecutorPath,
   });
   if (!config.matrixHomeserverUrl)
     bridgeLog.warn('MATRIX_HOMESERVER_URL is unset: the chat bridge cannot create or log in users');

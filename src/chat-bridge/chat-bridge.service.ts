@@ -55,6 +55,8 @@ export interface ChatBridgeDeps {
   reservedPorts: readonly number[];
   dendriteBin?: string;
   matterbridgeBin?: string;
+  /** PATH of the processes it runs (their environment holds nothing else of the service's). */
+  childPath: string;
 }
 
 const API_KEY_LAST_USED_RESOLUTION_MS = 60_000;
@@ -351,6 +353,8 @@ export class ChatBridgeService {
     this.deps.supervisors.start(key, {
       argv,
       cwd: files.dir,
+      // As jobs get: the programs read their configuration files, never the service's secrets.
+      env: { PATH: this.deps.childPath, HOME: files.dir, TMPDIR: files.dir, LANG: 'C.UTF-8' },
       logFile: files.log,
       log: this.deps.log.child({ process: key }),
     });

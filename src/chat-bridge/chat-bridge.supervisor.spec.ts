@@ -13,6 +13,7 @@ afterEach(() => rm(dir, { recursive: true, force: true }));
 
 const options = (argv: string[], extra: Partial<SupervisorOptions> = {}): SupervisorOptions => ({
   argv,
+  env: { PATH: '/usr/bin:/bin', ONLY: 'this' },
   cwd: dir,
   logFile: path.join(dir, 'process.log'),
   log: createLogger('silent'),
@@ -28,7 +29,13 @@ describe('Supervisor', () => {
     supervisor.start();
     try {
       const [record] = await eventually(() => stub.records().then((r) => (r.length ? r : null)));
-      expect(record).toEqual({ argv: ['--flag', 'a b; rm -rf /', '$HOME'], pid: supervisor.pid, cwd: dir });
+      expect(record).toEqual({
+        argv: ['--flag', 'a b; rm -rf /', '$HOME'],
+        pid: supervisor.pid,
+        cwd: dir,
+        // Exactly the environment it was given, none of this process's.
+        env: { PATH: '/usr/bin:/bin', ONLY: 'this' },
+      });
       expect(supervisor.state).toBe('running');
       await eventually(async () =>
         (await readFile(path.join(dir, 'process.log'), 'utf8')).includes('stub started'),

@@ -7,6 +7,8 @@ export type SupervisedState = 'running' | 'restarting' | 'failed' | 'stopped';
 export interface SupervisorOptions {
   /** The program and its arguments; run directly, never through a shell. */
   argv: readonly string[];
+  /** Its whole environment: none of the service's own variables (secrets) is passed on. */
+  env: Record<string, string>;
   cwd: string;
   /** stdout and stderr are appended here. */
   logFile: string;
@@ -73,11 +75,11 @@ export class Supervisor {
   }
 
   private spawn(): void {
-    const { argv, cwd, logFile, log } = this.opts;
+    const { argv, cwd, env, logFile, log } = this.opts;
     const fd = openSync(logFile, 'a', 0o600);
     let child: ChildProcess;
     try {
-      child = spawn(argv[0], argv.slice(1), { cwd, detached: true, stdio: ['ignore', fd, fd] });
+      child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', fd, fd] });
     } finally {
       closeSync(fd);
     }

@@ -71,28 +71,46 @@ export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && code in httpStatus;
 }
 
-/** Errors raised by the database driver when the server is gone or refusing connections. */
+/**
+ * Errors raised by the database driver when the server is gone, refusing connections, or not
+ * answering within the query bound (src/db/pg-bounds.ts; `57014` is the server's own statement
+ * timeout). An error wrapping one of these (`cause`) is one too.
+ */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  if (!e) return false;
-  if (
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'EPIPE',
-      'ETIMEDOUT',
-      '57P01',
-      '57P02',
-      '57P03',
-      '08006',
-      '08001',
-      '08003',
-    ].includes(e.code ?? '')
-  )
-    return true;
-  return /Connection terminated|Knex: Timeout acquiring a connection|connection is closed/i.test(
-    e.message ?? '',
-  );
+  for (
+    let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    depth++
+  ) {
+    if (UNAVAILABLE_CODES.has(e.code ?? '')) return true;
+    if (UNAVAILABLE_MESSAGE.test(e.message ?? '')) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  '57014',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08006',
+  '08001',
+  '08003',
+]);
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|Knex: Timeout acquiring a connection|connection is closed|^timeout expired$|the database did not answer within/i;
+
+/**
+ * A GraphQL message without its "Did you mean ...?" part: suggestions name fields, types and
+ * enum values, which production does not show (and REST clients never need).
+ */
+export function withoutSuggestions(message: string): string {
+  return message.replace(/\s*Did you mean [^?]*\?/g, '').trim();
 }
 
 /** Turns anything thrown into an AppError; unknown errors become INTERNAL (the caller logs them). */

@@ -13,3 +13,8 @@ export function goTime(time: Date | string): string {
   const fraction = (m[3] ?? '').replace(/0+$/, '');
   return `${m[1]} ${m[2]}${fraction ? `.${fraction}` : ''} +0000 UTC`;
 }
+
+/** Waits `ms` without holding the process open (a retry's pause must not delay an exit). */
+export function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

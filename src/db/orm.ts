@@ -1,7 +1,9 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import type { Client } from 'pg';
 import { Migrator } from '@mikro-orm/migrations';
 import { migrationsList } from '../../migrations';
 import { entities } from './entities';
+import { boundedConnection, boundQueries } from './pg-bounds';
 
 export type Orm = MikroORM;
 
@@ -10,9 +12,18 @@ export interface OrmOptions {
   /** Called with each SQL statement (tests count them to prove the absence of N+1 queries). */
   onQuery?: (sql: string) => void;
   poolMax?: number;
+  /**
+   * Bound on opening a connection, waiting for one and on each statement (DATABASE_QUERY_TIMEOUT_MS);
+   * 0: none. Past it the caller gets an error that means "the database is unavailable".
+   */
+  queryTimeoutMs?: number;
+  /** Statements without the bound (migrations: one may rightly take long); connecting keeps it. */
+  unboundedStatements?: boolean;
 }
 
 export function ormConfig(opts: OrmOptions): Options {
+  const timeoutMs = opts.queryTimeoutMs ?? 0;
+  const statementMs = opts.unboundedStatements ? 0 : timeoutMs;
   return {
     clientUrl: opts.clientUrl,
     entities,
@@ -27,9 +38,21 @@ export function ormConfig(opts: OrmOptions): Options {
     },
     allowGlobalContext: false,
     forceUtcTimezone: true,
-    // Fail fast when the server is gone instead of queueing requests for a minute.
-    pool: { min: 0, max: opts.poolMax ?? 10, acquireTimeoutMillis: 5000, idleTimeoutMillis: 10000 },
-    driverOptions: { connection: { connectionTimeoutMillis: 3000, statement_timeout: 30000 } },
+    // Fail within the bound when the server is gone or frozen instead of queueing requests; a
+    // connection whose query did not answer is destroyed, and knex drops it from the pool.
+    pool: {
+      min: 0,
+      max: opts.poolMax ?? 10,
+      acquireTimeoutMillis: timeoutMs || 60_000,
+      idleTimeoutMillis: 10000,
+      afterCreate: (connection: Client, done: (err: Error | null, connection: Client) => void) =>
+        done(null, boundQueries(connection, statementMs)),
+    },
+    driverOptions: {
+      connection: boundedConnection(timeoutMs, 'media-platform', statementMs > 0),
+      // knex warns on the console of each connection it drops; dropping them is the plan.
+      log: { warn: () => undefined },
+    },
     debug: opts.onQuery ? ['query'] : false,
     colors: false,
     logger: opts.onQuery ? (msg: string) => opts.onQuery!(msg) : undefined,
@@ -89,21 +112,35 @@ function isConnectionFailure(err: unknown): boolean {
   );
 }
 
-/** Connects and brings the schema up to date with the checked-in migrations. */
+/**
+ * Brings the schema up to date with the checked-in migrations (on connections of their own,
+ * whose statements are not bounded: a migration may rightly take long; connecting is), then
+ * connects for the service.
+ * `migrate: false` only connects (`npm run migrate` runs the migrator itself).
+ */
 export async function openOrm(opts: OrmOptions & { migrate?: boolean }): Promise<Orm> {
   const unreachable = (err: unknown) =>
     isConnectionFailure(err) ? new DatabaseUnreachable(opts.clientUrl, err) : err;
-  const orm = await MikroORM.init(ormConfig(opts)).catch((err) => {
-    throw unreachable(err);
-  });
-  try {
-    await orm.em.getConnection().execute('select 1');
-    if (opts.migrate !== false) await orm.getMigrator().up();
-  } catch (err) {
-    await orm.close(true).catch(() => undefined);
-    throw unreachable(err);
+  const open = async (o: OrmOptions, then: (orm: Orm) => Promise<unknown>) => {
+    const orm = await MikroORM.init(ormConfig(o)).catch((err) => {
+      throw unreachable(err);
+    });
+    try {
+      await orm.em.getConnection().execute('select 1');
+      await then(orm);
+    } catch (err) {
+      await orm.close(true).catch(() => undefined);
+      throw unreachable(err);
+    }
+    return orm;
+  };
+  if (opts.migrate !== false) {
+    const migrating = await open({ ...opts, onQuery: undefined, unboundedStatements: true }, (orm) =>
+      orm.getMigrator().up(),
+    );
+    await migrating.close(true);
   }
-  return orm;
+  return open(opts, async () => undefined);
 }
 
 /** Whether the database answers `select 1` within `timeoutMs` (readiness probes). */

@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import type { Logger } from '../common/logger';
+import { boundedConnection, boundQueries } from '../db/pg-bounds';
 
 export type Handler = (payload: unknown) => void;
 
@@ -29,6 +30,8 @@ export class EventBus {
   constructor(
     private readonly databaseUrl: string,
     private readonly log: Logger,
+    /** Bound on connecting and on each query (DATABASE_QUERY_TIMEOUT_MS); a frozen server is left. */
+    private readonly queryTimeoutMs = 5000,
   ) {}
 
   /** Connects and listens; resolves once the first connection is up. */
@@ -53,13 +56,6 @@ export class EventBus {
     return () => this.reconnectHandlers.delete(handler);
   }
 
-  /** Handlers registered now (a health figure; subscriptions that ended must not count). */
-  handlerCount(): number {
-    let n = 0;
-    for (const set of this.handlers.values()) n += set.size;
-    return n;
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
@@ -72,13 +68,13 @@ export class EventBus {
   private async connect(): Promise<void> {
     const client = new Client({
       connectionString: this.databaseUrl,
-      connectionTimeoutMillis: 3000,
-      keepAlive: true,
+      ...boundedConnection(this.queryTimeoutMs, 'media-platform-events'),
     });
     client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     await client.connect();
+    boundQueries(client, this.queryTimeoutMs);
     try {
       // Every channel from the start: a subscriber must not miss events while a LISTEN is sent.
       for (const channel of Object.values(CHANNELS)) await client.query(`LISTEN ${quoteIdent(channel)}`);

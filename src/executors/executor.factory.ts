@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
@@ -74,11 +74,36 @@ export function createExecutor(config: Config, log: Logger): Executor {
       log,
     });
   }
+  const prlimit = findProgram('prlimit', config.localExecutorPath);
+  if (!prlimit)
+    log.warn(
+      'prlimit (util-linux) is not installed: local jobs get no per-process limits; their memory and processes are still watched',
+    );
   return new LocalExecutor({
     concurrency: config.localExecutorConcurrency,
     path: config.localExecutorPath,
+    limits: {
+      memoryBytes: config.localExecutorMemoryMb * 1024 * 1024,
+      openFiles: config.localExecutorMaxOpenFiles,
+      processes: config.localExecutorMaxProcesses,
+      prlimit,
+    },
     programs: builtinPrograms(),
     launcher: nodeProgram(path.join('executors', 'launcher')),
     log,
   });
+}
+
+/** An executable named `name` in the directories of `pathList` (also /usr/bin), or null. */
+function findProgram(name: string, pathList: string): string | null {
+  for (const dir of [...pathList.split(':'), '/usr/bin']) {
+    const file = path.join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return null;
 }

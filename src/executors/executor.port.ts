@@ -29,12 +29,14 @@ export interface JobExit {
   reason: 'timeout' | 'canceled' | 'lost' | null;
   /**
    * Why it ended, in words, when the exit code does not say it all: a cluster's end state
-   * (`the node running it failed (Slurm: NODE_FAIL)`). The job's error then.
+   * (`the node running it failed (Slurm: NODE_FAIL)`), a resource limit the local executor
+   * enforced (`... after reaching its memory limit`). The job's error then.
    */
   detail?: string;
   /**
    * True when the job failed because of the infrastructure, not the program: the executor lost
-   * it, its node failed, it was preempted, its node did not boot. Such jobs may be retried.
+   * it, its node failed, it was preempted, its node did not boot. Such failures are retried
+   * automatically (the model's `max_retries`).
    */
   infrastructure?: boolean;
 }
@@ -89,9 +91,10 @@ export interface Executor {
   /**
    * After a restart: stops a job this executor started under an earlier process, if it still
    * runs; answers whether anything was stopped. Its output cannot be followed any more. (Jobs of
-   * a detached executor are adopted instead.)
+   * a detached executor are adopted instead.) `externalId` is null when the job was started but
+   * its id not recorded (the worker died meanwhile): the executor finds it by the job's id.
    */
-  stopOrphan(jobId: string, externalId: string): Promise<boolean>;
+  stopOrphan(jobId: string, externalId: string | null): Promise<boolean>;
   /**
    * On shutdown. A local executor stops its jobs (they end with reason `canceled`); a detached
    * one stops following them and leaves them running for another worker to adopt.

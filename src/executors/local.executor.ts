@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import type { Logger } from '../common/logger';
 import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from './executor.port';
 import { JOB_ENV, jobEnvironment } from './job.env';
+import type { JobLimits } from './job-limits';
 import type { LauncherMessage, SpawnRequest } from './launcher';
 import { LineSplitter } from './line-splitter';
 
@@ -20,13 +21,20 @@ export interface LocalExecutorOptions {
   log: Logger;
   /** Time between SIGTERM and SIGKILL when a job is stopped. */
   killGraceMs?: number;
+  /** Per job (job-limits.ts); absent: none. */
+  limits?: JobLimits;
 }
+
+/** How programs say that no more files could be opened (strerror(EMFILE), Node's code). */
+const OPEN_FILES_LIMIT = /\bEMFILE\b|too many open files/i;
 
 interface Running {
   /** The launcher that started it; if that one dies, so does the job. */
   launcher: ChildProcess | null;
   pid: number | null;
   reason: JobExit['reason'];
+  /** It printed that it could not open more files. */
+  sawOpenFilesLimit: boolean;
   lines: Record<LogStream, LineSplitter>;
   spawned: { resolve: (pid: number) => void; reject: (err: Error) => void };
   end: (exit: JobExit) => void;
@@ -63,14 +71,16 @@ export class LocalExecutor implements Executor {
     await this.acquire();
     let spawned!: Running['spawned'];
     let end!: Running['end'];
+    const line = (stream: LogStream) => (l: string) => {
+      if (!job.sawOpenFilesLimit && OPEN_FILES_LIMIT.test(l)) job.sawOpenFilesLimit = true;
+      observer.line(stream, l);
+    };
     const job: Running = {
       launcher: null,
       pid: null,
       reason: null,
-      lines: {
-        stdout: new LineSplitter((l) => observer.line('stdout', l)),
-        stderr: new LineSplitter((l) => observer.line('stderr', l)),
-      },
+      sawOpenFilesLimit: false,
+      lines: { stdout: new LineSplitter(line('stdout')), stderr: new LineSplitter(line('stderr')) },
       spawned: null as never,
       end: null as never,
       finished: new Promise<JobExit>((resolve) => (end = resolve)),
@@ -90,6 +100,7 @@ export class LocalExecutor implements Executor {
       args: [...prefix, ...args],
       cwd: spec.workDir,
       env: jobEnvironment(spec, this.opts.path),
+      limits: this.opts.limits,
     };
     try {
       job.launcher = this.ensureLauncher();
@@ -117,24 +128,26 @@ export class LocalExecutor implements Executor {
     for (const job of this.running.values()) if (String(job.pid) === externalId) this.stop(job, 'canceled');
   }
 
-  async stopOrphan(jobId: string, externalId: string): Promise<boolean> {
-    const pgid = Number(externalId);
-    if (!Number.isSafeInteger(pgid) || pgid <= 1 || this.running.has(jobId)) return false;
-    // Only a group some process of which still carries this job's marker is ours to stop.
+  async stopOrphan(jobId: string, externalId: string | null): Promise<boolean> {
+    const pgid = externalId === null ? null : Number(externalId);
+    if ((pgid !== null && (!Number.isSafeInteger(pgid) || pgid <= 1)) || this.running.has(jobId))
+      return false;
+    // Only a group some process of which still carries this job's marker is ours to stop. Without
+    // a recorded id (its worker died while it was starting, after the spawn), every such group.
+    const groups = new Set<number>();
     for (const entry of await readdir('/proc').catch(() => [] as string[])) {
       if (!/^\d+$/.test(entry)) continue;
       const [stat, environ] = await Promise.all([
         readFile(`/proc/${entry}/stat`, 'utf8').catch(() => ''),
         readFile(`/proc/${entry}/environ`, 'utf8').catch(() => ''),
       ]);
+      if (!environ.split('\0').includes(`${JOB_ENV}=${jobId}`)) continue;
       // Fields after the `(comm)`: state, ppid, pgrp.
       const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pgrp === pgid && environ.split('\0').includes(`${JOB_ENV}=${jobId}`)) {
-        killGroup(pgid, 'SIGKILL');
-        return true;
-      }
+      if (pgid === null ? pgrp > 1 : pgrp === pgid) groups.add(pgrp);
     }
-    return false;
+    for (const group of groups) killGroup(group, 'SIGKILL');
+    return groups.size > 0;
   }
 
   async close(): Promise<void> {
@@ -189,8 +202,35 @@ export class LocalExecutor implements Executor {
       case 'exit':
         job.lines.stdout.end();
         job.lines.stderr.end();
-        return job.end({ exitCode: m.code, signal: m.signal, reason: job.reason });
+        return job.end({
+          exitCode: m.code,
+          signal: m.signal,
+          reason: job.reason,
+          detail: job.reason ? undefined : this.limitError(m, job),
+        });
     }
+  }
+
+  /**
+   * Why a job failed when a limit was the cause: the watch stopped it, or the program failed at
+   * its memory limit (allocations refused) or after it could open no more files.
+   */
+  private limitError(m: Extract<LauncherMessage, { type: 'exit' }>, job: Running): string | undefined {
+    const limits = this.opts.limits;
+    if (!limits) return undefined;
+    const mb = Math.round(limits.memoryBytes / 1024 / 1024);
+    if (m.limits?.exceeded === 'memory')
+      return `the job used more than its memory limit of ${mb} MB (LOCAL_EXECUTOR_MEMORY_MB); its processes were stopped`;
+    if (m.limits?.exceeded === 'processes')
+      return `the job ran more than ${limits.processes} processes (LOCAL_EXECUTOR_MAX_PROCESSES); its processes were stopped`;
+    if (m.code === 0) return undefined;
+    const how = m.code === null ? `was killed by ${m.signal}` : `exited with code ${m.code}`;
+    const margin = Math.min(64 * 1024 * 1024, limits.memoryBytes / 4);
+    if (limits.memoryBytes && (m.limits?.peakDataBytes ?? 0) >= limits.memoryBytes - margin)
+      return `the program ${how} at its memory limit of ${mb} MB (LOCAL_EXECUTOR_MEMORY_MB): it most likely ran out of memory`;
+    if (limits.openFiles && job.sawOpenFilesLimit)
+      return `the program ${how} after reaching its limit of ${limits.openFiles} open files (LOCAL_EXECUTOR_MAX_OPEN_FILES)`;
+    return undefined;
   }
 
   /** The launcher died: its jobs cannot be followed any more, so they are stopped and end. */

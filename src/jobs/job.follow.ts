@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { DeploymentService } from '../deployments/deployment.service';
 import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from '../executors/executor.port';
@@ -9,7 +10,7 @@ import type { Job, JobOutput } from './job.entity';
 import { stageInputs, storeOutputs } from './job.files';
 import { JobLog, type LogLine } from './job.log';
 import type { JobService } from './job.service';
-import type { JobStatus } from './job.states';
+import { isTerminal, type JobStatus } from './job.states';
 
 /**
  * Written into a job's directory before a detached executor is asked to submit it. A worker that
@@ -29,6 +30,11 @@ export interface FollowContext {
   publish(job: Job, lines: LogLine[]): Promise<void>;
   /** Records why a job waits; written in batches. */
   notePending(jobId: string, reason: string | null): void;
+  /**
+   * Runs `step` again (with `retry` true) while the database is unavailable, so that what happens
+   * to a job during an outage is recorded once the database is back.
+   */
+  untilAvailable<T>(step: (retry: boolean) => Promise<T>): Promise<T>;
 }
 
 /** The error of a job that ended this way, or null when it succeeded. */
@@ -45,6 +51,15 @@ export function failureOf(exit: JobExit, timeoutSeconds: number): string | null 
   }
   if (exit.exitCode === 0) return null;
   return `the program ${exit.exitCode === null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`}`;
+}
+
+/**
+ * The infrastructure failed the job, not its program: the executor says so (node failure,
+ * preemption), lost it, or stopped it because the worker shut down (a job canceled by its owner
+ * is `canceled` already and never recorded as failed).
+ */
+export function infrastructureFailure(exit: JobExit): boolean {
+  return exit.infrastructure === true || exit.reason === 'lost' || exit.reason === 'canceled';
 }
 
 /**
@@ -200,9 +215,12 @@ export class JobFollow implements JobObserver {
 
   private async onRunning(nodes: string[]): Promise<void> {
     if (this.status !== 'starting') return; // adopted while running, or canceled
-    const moved = await this.ctx.jobs.transition(this.job.id, 'running', {
-      externalId: this.externalId ?? undefined,
-      nodes,
+    const { jobs } = this.ctx;
+    const externalId = this.externalId ?? undefined;
+    const moved = await this.ctx.untilAvailable(async (retry) => {
+      // A retried statement may have committed before its answer was lost.
+      const now = retry ? await jobs.byId(this.job.id) : null;
+      return now?.status === 'running' ? now : jobs.transition(this.job.id, 'running', { externalId, nodes });
     });
     if (moved) this.status = 'running';
     else this.stop(); // canceled while starting
@@ -211,13 +229,19 @@ export class JobFollow implements JobObserver {
   private async onEnded(exit: JobExit): Promise<void> {
     try {
       await this.log.end();
-      await this.finish(exit);
+      await this.ctx.untilAvailable(async (retry) => {
+        if (retry) {
+          // Started again from scratch, unless the failed attempt's end was recorded after all.
+          const now = await this.ctx.jobs.byId(this.job.id);
+          if (now?.status === 'canceled') await this.ctx.jobs.releaseWorker(this.job.id, this.ctx.workerId);
+          if (!now || isTerminal(now.status)) return;
+          await this.ctx.media.discardJobOutputs(this.job.id);
+        }
+        await this.finish(exit);
+      });
     } catch (err) {
       this.ctx.log.warn({ err, jobId: this.job.id }, 'job failed before it could finish');
-      await this.ctx.media.discardJobOutputs(this.job.id).catch(() => undefined);
-      await this.fail((err as Error).message, exit.exitCode).catch((e) =>
-        this.ctx.log.error({ err: e, jobId: this.job.id }, 'could not record a failed job'),
-      );
+      await this.recordFailure((err as Error).message, exit.exitCode);
     } finally {
       await rm(this.workDir, { recursive: true, force: true });
       this.over = true;
@@ -241,7 +265,7 @@ export class JobFollow implements JobObserver {
       });
       if (moved) return;
       await this.ctx.media.discardJobOutputs(this.job.id);
-    } else if (await this.fail(error, exit.exitCode, exit.infrastructure)) {
+    } else if (await this.fail(error, exit.exitCode, this.error === null && infrastructureFailure(exit))) {
       return;
     }
     // It ended elsewhere (canceled): keep what it printed; nothing is left to follow.
@@ -251,13 +275,15 @@ export class JobFollow implements JobObserver {
 
   /**
    * Records the failure. `infrastructure`: the executor, not the program, failed the job (lost,
-   * node failure, preemption); logged here, and the basis of automatic retries.
+   * node failure, preemption, worker shutdown); recorded on the job, and the basis of automatic
+   * retries (the model's `max_retries`).
    */
   private async fail(error: string, exitCode: number | null, infrastructure = false): Promise<Job | null> {
     const moved = await this.ctx.jobs.transition(this.job.id, 'failed', {
       exitCode,
       error,
       logTail: this.log.tail(),
+      infrastructure,
     });
     if (moved && infrastructure)
       this.ctx.log.warn(
@@ -267,15 +293,24 @@ export class JobFollow implements JobObserver {
     return moved;
   }
 
+  /** Fails the job without outputs, once the database answers; a failure to do so is logged. */
+  private async recordFailure(error: string, exitCode: number | null): Promise<void> {
+    await this.ctx
+      .untilAvailable(async () => {
+        await this.ctx.media.discardJobOutputs(this.job.id).catch((e) => {
+          if (isDatabaseUnavailable(e)) throw e;
+        });
+        await this.fail(error, exitCode);
+      })
+      .catch((e) => this.ctx.log.error({ err: e, jobId: this.job.id }, 'could not record a failed job'));
+  }
+
   /** Failed before the executor had the job: nothing runs. */
   private async failEarly(err: unknown): Promise<void> {
     if (this.externalId) return this.abort(err); // it runs: stop it, and fail when it has ended
     this.ctx.log.warn({ err, jobId: this.job.id }, 'job failed before it could start');
     await this.log.end();
-    await this.ctx.media.discardJobOutputs(this.job.id).catch(() => undefined);
-    await this.fail((err as Error).message, null).catch((e) =>
-      this.ctx.log.error({ err: e, jobId: this.job.id }, 'could not record a failed job'),
-    );
+    await this.recordFailure((err as Error).message, null);
     await rm(this.workDir, { recursive: true, force: true });
     this.over = true;
     this.settle();

@@ -21,15 +21,22 @@ import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
 import { ModelType } from '../models/model.types';
 import type { RequestContext } from '../server/context';
-import { CurrentPrincipal, selects, toConnection } from '../server/graphql.helpers';
+import { CurrentPrincipal, selectedFields, selects, toConnection } from '../server/graphql.helpers';
 import { byId, freshLoadersPerEvent, groupedBy } from '../server/loaders';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';
 import { JobService } from './job.service';
 import type { JobStatus } from './job.states';
-import { JobConnection, JobFilterInput, JobLogLineType, JobTransitionType, JobType } from './job.types';
+import {
+  JobConnection,
+  JobFilterInput,
+  JobLogLineType,
+  JobTransitionType,
+  JobType,
+  jobNeedsOf,
+} from './job.types';
 
-type Subscribed = { args: { id: string }; context: RequestContext };
+type Subscribed = { args: { id: string }; context: RequestContext; info: GraphQLResolveInfo };
 
 @Resolver(() => JobType)
 export class JobResolver {
@@ -86,11 +93,34 @@ export class JobResolver {
     return this.view(await this.service.cancel(principal, id));
   }
 
+  @Mutation(() => JobType, {
+    description:
+      'Runs a job that has ended once more: a new job of the same deployment with the same command, linked by retryOfId.',
+  })
+  async retryJob(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('id', () => ID) id: string,
+    @Arg('cancelAfter', () => String, {
+      nullable: true,
+      description: 'Cancel the new job if it has not ended after this duration (30s, 5m, 1h30m).',
+    })
+    cancelAfter?: string,
+  ) {
+    return this.view(await this.deployments.retry(principal, id, { cancelAfter }));
+  }
+
   @Subscription(() => JobType, {
     description:
       "One job: its state now, then each transition; it completes when the job has ended. Another owner's job is NOT_FOUND.",
-    subscribe: async ({ args, context }: Subscribed) =>
-      freshLoadersPerEvent(context, await context.live.one(requirePrincipal(context.principal), args.id)),
+    subscribe: async ({ args, context, info }: Subscribed) =>
+      freshLoadersPerEvent(
+        context,
+        await context.live.one(
+          requirePrincipal(context.principal),
+          args.id,
+          jobNeedsOf(selectedFields(info)),
+        ),
+      ),
   })
   jobUpdated(@Root() update: JobUpdate, @Arg('id', () => ID) _id: string): JobType {
     return this.updateView(update);
@@ -99,8 +129,11 @@ export class JobResolver {
   @Subscription(() => JobType, {
     name: 'jobs',
     description: "Every transition of the owner's jobs.",
-    subscribe: ({ context }: Subscribed) =>
-      freshLoadersPerEvent(context, context.live.all(requirePrincipal(context.principal))),
+    subscribe: async ({ context, info }: Subscribed) =>
+      freshLoadersPerEvent(
+        context,
+        await context.live.all(requirePrincipal(context.principal), jobNeedsOf(selectedFields(info))),
+      ),
   })
   jobsUpdated(@Root() update: JobUpdate): JobType {
     return this.updateView(update);

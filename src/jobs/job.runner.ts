@@ -1,8 +1,12 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Logger as GraphileLogger, run, type Runner } from 'graphile-worker';
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import os from 'node:os';
+import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
+import { pause } from '../common/time';
+import { boundedPool } from '../db/pg-bounds';
 import type { DeploymentService } from '../deployments/deployment.service';
 import { DISPATCH_TASK } from '../deployments/deployment.service';
 import { CHANNELS, type EventBus } from '../events/event-bus';
@@ -32,6 +36,8 @@ export interface JobRunnerOptions {
   databaseUrl: string;
   /** Jobs this worker dispatches and follows at once (WORKER_CONCURRENCY). */
   concurrency: number;
+  /** DATABASE_QUERY_TIMEOUT_MS, for the queue's own connections. */
+  queryTimeoutMs?: number;
 }
 
 /** The log-line payload on CHANNELS.jobLogs. */
@@ -68,7 +74,8 @@ interface FollowedRow {
 export class JobRunner {
   readonly instanceId = randomUUID();
   private readonly host = os.hostname();
-  private runner: Runner | null = null;
+  private readonly runners: Runner[] = [];
+  private queuePool: ReturnType<typeof boundedPool> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   /** Jobs this worker has claimed or taken over and not finished with (null while claiming). */
   private readonly following = new Map<string, JobFollow | null>();
@@ -101,8 +108,9 @@ export class JobRunner {
       deployments,
       executor,
       log,
-      publish: (job, lines) => this.publishLines(job, lines),
+      publish: (job, lines) => jobs.publishLines(job, lines),
       notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
+      untilAvailable: (step) => this.untilAvailable(step),
     };
   }
 
@@ -130,17 +138,66 @@ export class JobRunner {
     const concurrency = this.executor.detached
       ? Math.min(this.opts.concurrency, CLUSTER_DISPATCH_CONCURRENCY)
       : this.opts.concurrency;
-    this.runner = await run({
+    this.queuePool = boundedPool({
       connectionString: this.opts.databaseUrl,
-      concurrency,
-      maxPoolSize: Math.min(10, concurrency + 2),
-      noHandleSignals: true,
-      pollInterval: 2000,
-      logger: graphileLogger(this.log),
-      taskList: {
-        [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
-      },
+      max: Math.min(10, concurrency + 2),
+      timeoutMs: this.opts.queryTimeoutMs ?? 0,
+      applicationName: 'media-platform-queue',
     });
+    await this.startQueue(concurrency);
+  }
+
+  /**
+   * Takes dispatch tasks with `concurrency` workers. A graphile-worker worker that cannot record a
+   * task's end (the database went away at that moment) stops for good (0.16 does not replace
+   * it), so a new one is started in its place once the database answers again.
+   */
+  private async startQueue(concurrency: number): Promise<void> {
+    const events = new EventEmitter() as NonNullable<Parameters<typeof run>[0]['events']>;
+    events.on('worker:fatalError', () => void this.replaceQueueWorker());
+    this.runners.push(
+      await run({
+        pgPool: this.queuePool!,
+        concurrency,
+        noHandleSignals: true,
+        pollInterval: 2000,
+        logger: graphileLogger(this.log),
+        events,
+        taskList: {
+          [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
+        },
+      }),
+    );
+  }
+
+  private async replaceQueueWorker(): Promise<void> {
+    for (let wait = 500; !this.stopping; wait = Math.min(wait * 2, 10_000)) {
+      try {
+        return await this.startQueue(1);
+      } catch (err) {
+        this.log.warn({ err, retryInMs: wait }, 'cannot replace a stopped queue worker yet');
+        await pause(wait);
+      }
+    }
+  }
+
+  /**
+   * Runs `step` again while the database is unavailable, so that what happens to a job during an
+   * outage is recorded once the database is back; a stopping worker leaves it to reconciliation.
+   */
+  private async untilAvailable<T>(step: (retry: boolean) => Promise<T>): Promise<T> {
+    for (let retry = false, wait = 500; ; retry = true, wait = Math.min(wait * 2, 10_000)) {
+      try {
+        return await step(retry);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || this.stopping) throw err;
+        this.log.warn(
+          { err, retryInMs: wait },
+          'the database is unavailable; the job is recorded when it is back',
+        );
+        await pause(wait);
+      }
+    }
   }
 
   /**
@@ -154,12 +211,13 @@ export class JobRunner {
     for (const wake of this.waiting.splice(0)) wake();
     if (this.executor.detached) {
       // Dispatches in flight finish their submission first, so that nothing is half submitted.
-      await this.runner?.stop();
+      await Promise.all(this.runners.map((r) => r.stop()));
       await this.executor.close();
       await Promise.all([...this.following.values()].map((f) => f?.release()));
     } else {
-      await Promise.all([this.runner?.stop(), this.executor.close()]);
+      await Promise.all([...this.runners.map((r) => r.stop()), this.executor.close()]);
     }
+    await this.queuePool?.end();
     for (const off of this.offEvents) off();
     await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
   }
@@ -236,11 +294,6 @@ export class JobRunner {
     const notes = this.pendingNotes;
     this.pendingNotes = new Map();
     await this.jobs.notePending(notes);
-  }
-
-  private async publishLines(job: Job, lines: LogLine[]): Promise<void> {
-    const event: JobLogEvent = { jobId: job.id, ownerType: job.ownerType, ownerId: job.ownerId, lines };
-    await this.orm.em.fork().execute('select pg_notify(?, ?)', [CHANNELS.jobLogs, JSON.stringify(event)]);
   }
 
   /**
@@ -324,17 +377,19 @@ export class JobRunner {
   private async failLocal(row: FollowedRow, workers: { id: string; host: string }[]): Promise<void> {
     const worker = workers.find((w) => w.id === row.worker_id);
     const here = !worker || worker.host === this.host;
-    const stopped = here && row.external_id ? await this.executor.stopOrphan(row.id, row.external_id) : false;
+    // A job left `starting` may have a process whose id was never recorded: looked for too.
+    const stopped = here ? await this.executor.stopOrphan(row.id, row.external_id) : false;
     if (row.status === 'canceled') {
       await this.jobs.releaseWorker(row.id, row.worker_id!);
       return;
     }
+    // Its worker died, not its program: an infrastructure failure (retried per max_retries).
     const moved = await this.jobs.transition(row.id, 'failed', {
+      infrastructure: true,
       error:
         `the worker running this job stopped (crash or restart) before it finished` +
         (stopped ? '; its leftover processes were stopped' : ''),
     });
-    // Its worker died, not its program: an infrastructure failure.
     if (moved)
       this.log.warn(
         { jobId: row.id, worker: row.worker_id, infrastructure: true },

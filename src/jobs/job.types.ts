@@ -103,6 +103,26 @@ export class JobType {
   @Field(() => Int)
   timeoutSeconds!: number;
 
+  @Field(() => Int, { description: 'Automatic retries after infrastructure failures (from the model).' })
+  maxRetries!: number;
+
+  @Field(() => Int, {
+    description: '1, plus the automatic retries before this job; a manual retry starts at 1.',
+  })
+  attempt!: number;
+
+  @Field(() => ID, { nullable: true, description: 'The job this one retries (manually or automatically).' })
+  retryOfId!: string | null;
+
+  @Field(() => Boolean, {
+    description:
+      'It failed because of the infrastructure (worker lost, node failure, preemption), not the program.',
+  })
+  infrastructureFailure!: boolean;
+
+  @Field(() => Date, { nullable: true, description: 'Cancel-After: canceled if it has not ended by then.' })
+  deadlineAt!: Date | null;
+
   @Field(() => Int, { nullable: true })
   exitCode!: number | null;
 
@@ -153,6 +173,11 @@ export class JobType {
         machineType: job.machineType,
         machineCount: job.machineCount,
         timeoutSeconds: job.timeoutSeconds,
+        maxRetries: job.maxRetries,
+        attempt: job.attempt,
+        retryOfId: job.retryOf,
+        infrastructureFailure: job.infrastructureFailure,
+        deadlineAt: job.deadlineAt,
         exitCode: job.exitCode,
         error: job.error,
         logTail: job.logTail,
@@ -171,6 +196,52 @@ export class JobType {
     const view = JobType.from(baseUrl);
     return (u: JobUpdate): JobType => view(u.job, u.status);
   }
+}
+
+/**
+ * The keys of an event's job payload (JobSnapshot) each JobType field is made of, so that a
+ * subscription whose fields are all there is answered without reading the job. Nested types
+ * need only the ids their resolvers load by; a field not listed here means "read the job".
+ */
+const FIELD_SOURCES: Record<string, readonly string[]> = {
+  __typename: [],
+  id: ['id'],
+  deploymentId: ['deploymentId'],
+  modelId: ['modelId'],
+  status: [],
+  executor: ['executor'],
+  externalId: ['externalId'],
+  nodes: ['nodes'],
+  // pendingReason is not here: it changes between transitions, so it is read from the job.
+  command: ['argv'],
+  container: ['container'],
+  machineType: ['machineType'],
+  machineCount: ['machineCount'],
+  timeoutSeconds: ['timeoutSeconds'],
+  exitCode: ['exitCode'],
+  error: ['error'],
+  queueSeconds: ['queueSeconds'],
+  runSeconds: ['runSeconds'],
+  result: ['output'],
+  resultUrls: ['output'],
+  createdAt: ['createdAt'],
+  startedAt: ['startedAt'],
+  finishedAt: ['finishedAt'],
+  updatedAt: ['updatedAt'],
+  model: ['modelId'],
+  deployment: ['deploymentId'],
+  outputs: ['id'],
+  transitions: ['id'],
+};
+
+/** What the given JobType fields are made of (see FIELD_SOURCES); null when one is unknown. */
+export function jobNeedsOf(fields: Iterable<string>): Set<string> | null {
+  const needs = new Set<string>();
+  for (const field of fields) {
+    if (!Object.hasOwn(FIELD_SOURCES, field)) return null;
+    for (const key of FIELD_SOURCES[field]) needs.add(key);
+  }
+  return needs;
 }
 
 export const JobConnection = Connection(JobType, 'Job');

@@ -14,19 +14,25 @@ export interface MetricsServer {
  * process runs, so a worker-only process can be scraped and probed too.
  */
 export function metricsServer(metrics: Metrics, ready: () => Promise<boolean>, log: Logger): MetricsServer {
-  const json = (res: http.ServerResponse, status: number, body: unknown) => {
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const json = (res: http.ServerResponse, status: number, body: unknown, headers = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
   };
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return json(res, 405, { error: { code: 'BAD_REQUEST', message: 'GET only' } });
     if (path === '/healthz') return json(res, 200, { status: 'ok' });
+    // Answered as the API's /readyz: 503 UNAVAILABLE with Retry-After while the database is away.
     if (path === '/readyz')
       return void ready().then((ok) =>
         ok
           ? json(res, 200, { status: 'ready' })
-          : json(res, 503, { error: { code: 'UNAVAILABLE', message: 'the database is unreachable' } }),
+          : json(
+              res,
+              503,
+              { error: { code: 'UNAVAILABLE', message: 'the database is unreachable' } },
+              { 'retry-after': '5' },
+            ),
       );
     if (path === '/metrics')
       return void metrics.scrape().then(

@@ -3,6 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { GraphQLError } from 'graphql';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
+import { isDatabaseUnavailable, toAppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { limitKey, RateLimit, RateLimited, rateLimitHeaders, type LimitState } from './rate-limiter';
 
@@ -11,9 +12,11 @@ const MINUTE = 60;
 /**
  * The per-principal limits of the API's requests (`RATE_LIMIT_PER_MINUTE`) and uploads
  * (`RATE_LIMIT_UPLOADS_PER_MINUTE`), per minute; 0 turns one off. Deployment creation has its
- * own, in the deployment service, whichever way it is asked for. Shared by all processes through PostgreSQL. A
- * store that cannot be reached lets requests through: they need the database anyway, and
- * answer for themselves when it is gone.
+ * own, in the deployment service, whichever way it is asked for. Shared by all processes through
+ * PostgreSQL: while the database is unavailable (docs/faults.md) a request cannot be counted,
+ * and is answered 503 UNAVAILABLE within the query bound, as any request that needs the database
+ * is (letting it through would make it wait for the bound a second time). Any other failure of
+ * the store lets requests through.
  */
 export class RequestLimits {
   private readonly requests: RateLimit | null;
@@ -47,10 +50,10 @@ export class RequestLimits {
       await this.take(this.requests, limitKey(principal, ip), 'too many requests');
       return null;
     } catch (err) {
-      if (!(err instanceof RateLimited)) throw err;
-      return new GraphQLError(err.message, {
-        extensions: { code: 'RATE_LIMITED', retryAfter: err.retryAfterSeconds },
-      });
+      // RATE_LIMITED or UNAVAILABLE, formatted (Retry-After in extensions) like any error.
+      const { error, unexpected } = toAppError(err);
+      if (unexpected) throw err;
+      return new GraphQLError(error.message, { originalError: error });
     }
   }
 
@@ -79,7 +82,7 @@ export class RequestLimits {
     try {
       return await limit.take(key, message, points);
     } catch (err) {
-      if (err instanceof RateLimited) throw err;
+      if (err instanceof RateLimited || isDatabaseUnavailable(err)) throw err;
       this.log.warn({ err, limit: limit.opts.name }, 'rate limit store unreachable; request let through');
       return null;
     }

@@ -10,19 +10,37 @@ import { expressMiddleware } from '@as-integrations/express5';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { specifiedRules, validate, type GraphQLFormattedError } from 'graphql';
+import {
+  execute,
+  GraphQLError,
+  specifiedRules,
+  subscribe,
+  validate,
+  type ExecutionArgs,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+} from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.route';
+import { jobEventRoutes } from '../../rest-compat/job-events.route';
 import { graphqlUploadExpress } from 'graphql-upload-minimal';
 import { mediaFileRoutes } from '../media/media.http';
+import { idempotentRequests } from '../idempotency/idempotency.http';
 import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
 import { loginRoutes } from '../auth/login.routes';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
-import { AppError, graphqlErrorExtensions, httpStatusOf, isErrorCode, toAppError } from '../common/errors';
+import {
+  AppError,
+  graphqlErrorExtensions,
+  httpStatusOf,
+  isErrorCode,
+  toAppError,
+  withoutSuggestions,
+} from '../common/errors';
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from './context';
@@ -42,6 +60,7 @@ import {
   requestLogs,
   sendError,
 } from './http.helpers';
+import { inputProblems } from './graphql.inputs';
 import type { Metrics } from '../metrics/metrics';
 import { graphqlMetrics, httpMetrics, subscriptionGauge } from '../metrics/metrics.http';
 import { RequestLimits } from '../rate-limits/request-limits';
@@ -62,13 +81,18 @@ export interface AppDeps {
 
 export interface App {
   server: http.Server;
+  /** The GraphQL schema the app serves, built with this process's services. */
+  schema: GraphQLSchema;
   listen(port?: number, host?: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish (bounded), closes websockets. */
   close(): Promise<void>;
 }
 
-/** Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. */
-function formatGraphQLError(log: Logger) {
+/**
+ * Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. Every
+ * error of every transport passes here, so this is where production hides suggestions.
+ */
+function formatGraphQLError(log: Logger, hideSuggestions: boolean) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = (error as { originalError?: unknown }).originalError;
     const requestId = (formatted.extensions?.requestId as string) ?? undefined;
@@ -79,7 +103,11 @@ function formatGraphQLError(log: Logger) {
       // the whole document along with its hash.
       if (code === 'PERSISTED_QUERY_NOT_FOUND' || code === 'PERSISTED_QUERY_NOT_SUPPORTED')
         return { message: formatted.message, extensions: { code } };
-      return { ...formatted, extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' } };
+      return {
+        ...formatted,
+        message: hideSuggestions ? withoutSuggestions(formatted.message) : formatted.message,
+        extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' },
+      };
     }
     const { error: appError, unexpected } = toAppError(original);
     if (unexpected) log.error({ err: original, path: formatted.path }, 'unexpected error in a resolver');
@@ -91,6 +119,26 @@ function formatGraphQLError(log: Logger) {
     };
   };
 }
+
+/** The input rule of graphql.inputs.ts as an error of the request, answered 400. */
+function inputError(args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>) {
+  const problem = inputProblems(args.schema, args.document, args.operationName, args.variableValues);
+  return (
+    problem &&
+    new GraphQLError(problem.message, { originalError: problem, extensions: { http: { status: 400 } } })
+  );
+}
+
+const inputsPlugin: ApolloServerPlugin<RequestContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ schema, document, operationName, request }) {
+        const error = inputError({ schema, document, operationName, variableValues: request.variables });
+        if (error) throw error;
+      },
+    };
+  },
+};
 
 const RESPONSE = Symbol('response');
 
@@ -131,6 +179,7 @@ export async function createApp({
   publicRoutes = [],
 }: AppDeps): Promise<App> {
   const schema = buildAppSchema(services);
+  const hideSuggestions = config.nodeEnv === 'production';
   const app = express();
   app.disable('x-powered-by');
   // API answers are not conditional GETs: hashing every body for an ETag was pure cost. (Files
@@ -148,7 +197,8 @@ export async function createApp({
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (req, res) => {
-    if (await databaseAnswers(orm)) return void res.json({ status: 'ready' });
+    if (await databaseAnswers(orm, Math.min(2000, config.databaseQueryTimeoutMs)))
+      return void res.json({ status: 'ready' });
     sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
   });
   app.use(openApiRoutes(config));
@@ -205,6 +255,8 @@ export async function createApp({
   app.use(['/graphql', '/api', '/uploads'], limits.requestMiddleware());
   const uploadLimit = limits.uploadMiddleware();
   app.post('/uploads/upload', uploadLimit);
+  // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
+  app.use(idempotentRequests(services.idempotency, ['/api/v1/deployments', '/api/v1/tokens', '/graphql']));
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -213,7 +265,8 @@ export async function createApp({
     // Tokens are bounded by graphql-js's own parser option below, which Apollo answers with 400.
     maxTokens: { enabled: false },
     costLimit: { maxCost: 5000 },
-    blockFieldSuggestion: { enabled: config.nodeEnv === 'production' },
+    // Every suggestion (fields, types, enum values), over every transport: formatGraphQLError.
+    blockFieldSuggestion: { enabled: false },
   }).protect();
   const apollo = new ApolloServer<RequestContext>({
     // Apollo's executor hook: operations run compiled (graphql-jit), cached per parsed document.
@@ -235,11 +288,12 @@ export async function createApp({
       // look for them; no federation either (inline traces).
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
+      inputsPlugin,
       statusPlugin,
       operationLogPlugin,
       graphqlMetrics(metrics),
     ],
-    formatError: formatGraphQLError(log),
+    formatError: formatGraphQLError(log, hideSuggestions),
   });
   await apollo.start();
   // GraphQL multipart requests (uploadMedia); bytes stream straight to the resolver.
@@ -257,21 +311,31 @@ export async function createApp({
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
   app.use(loginRoutes(config, services));
+  // Before the table: `/api/v1/jobs/events` is not a job id.
+  app.use(jobEventRoutes(services.jobs, services.history, services.bus));
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
-  app.use(uploadRoutes(services.media, { maxUploadBytes: config.maxUploadBytes }));
+  app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 
   app.use(noRoute());
   app.use(errorResponses(config.maxBodyBytes, log));
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
-  const formatError = formatGraphQLError(log);
+  const formatError = formatGraphQLError(log, hideSuggestions);
   const subscriptions = subscriptionGauge(metrics);
   const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
     {
       schema,
       // The same limits and error shapes as over HTTP.
       validate: (s, doc) => validate(s, doc, [...specifiedRules, ...armor.validationRules]),
+      execute: (args) => {
+        const error = inputError(args);
+        return error ? { errors: [error] } : execute(args);
+      },
+      subscribe: (args) => {
+        const error = inputError(args);
+        return error ? { errors: [error] } : subscribe(args);
+      },
       onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(e.toJSON(), e)),
       onNext: (_ctx, _id, _payload, _args, result) =>
         result.errors
@@ -330,6 +394,7 @@ export async function createApp({
   let closing: Promise<void> | undefined;
   return {
     server,
+    schema,
     listen: (port = config.port, host = config.host) => listen(server, port, host),
     close: () =>
       (closing ??= (async () => {

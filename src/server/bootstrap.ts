@@ -21,6 +21,8 @@ import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
+import { TaskRunner } from '../tasks/task.runner';
+import { workerTasks } from './worker-tasks';
 
 export interface Runtime {
   config: Config;
@@ -56,6 +58,7 @@ export async function startRuntime(
   let orm: MikroORM | undefined;
   let bus: EventBus | undefined;
   let runner: JobRunner | undefined;
+  let tasks: TaskRunner | undefined;
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
@@ -63,12 +66,16 @@ export async function startRuntime(
       databaseUrl = embedded.url;
     }
     warnAboutMachineTypes(config, log);
-    orm = await openOrm({ clientUrl: databaseUrl, onQuery: options.onQuery });
+    orm = await openOrm({
+      clientUrl: databaseUrl,
+      onQuery: options.onQuery,
+      queryTimeoutMs: config.databaseQueryTimeoutMs,
+    });
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
     // The job queue's own schema; every role needs it, since creating a deployment enqueues.
     await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
-    bus = new EventBus(databaseUrl, log);
+    bus = new EventBus(databaseUrl, log, config.databaseQueryTimeoutMs);
     await bus.start();
     const ormOpen = orm;
     const metrics = new Metrics(
@@ -86,7 +93,11 @@ export async function startRuntime(
       log,
     );
     bus.onReconnect(() => metrics.eventBusReconnects.inc());
-    const metricsEndpoint = metricsServer(metrics, () => databaseAnswers(ormOpen), log);
+    const metricsEndpoint = metricsServer(
+      metrics,
+      () => databaseAnswers(ormOpen, Math.min(2000, config.databaseQueryTimeoutMs)),
+      log,
+    );
 
     let verifier: TokenVerifier;
     const publicRoutes = [];
@@ -125,14 +136,24 @@ export async function startRuntime(
         createExecutor(config, log),
         bus,
         log,
-        { databaseUrl, concurrency: config.workerConcurrency },
+        {
+          databaseUrl,
+          concurrency: config.workerConcurrency,
+          queryTimeoutMs: config.databaseQueryTimeoutMs,
+        },
       );
       await runner.start();
+      tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {
+        databaseUrl,
+        concurrency: config.webhookConcurrency,
+      });
+      await tasks.start();
     }
     const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
     const openBus = bus;
     const openRunner = runner;
+    const openTasks = tasks;
     return {
       config,
       orm,
@@ -145,6 +166,7 @@ export async function startRuntime(
       stop: async () => {
         clearInterval(sweeper);
         await Promise.all([app.close(), bridge?.close(), metricsEndpoint.close()]);
+        await openTasks?.stop();
         await openRunner?.stop();
         await services.telephony.close();
         await openBus.stop();
@@ -153,6 +175,7 @@ export async function startRuntime(
       },
     };
   } catch (err) {
+    await tasks?.stop().catch(() => undefined);
     await runner?.stop().catch(() => undefined);
     await bus?.stop();
     await orm?.close(true).catch(() => undefined);
@@ -191,11 +214,13 @@ const SWEEP_INTERVAL_MS = 15 * 60_000;
 
 /** Finishes uploads and deletes that a crashed process left behind: at start, then periodically. */
 function startSweeper(services: Services, log: Logger): NodeJS.Timeout {
-  const sweep = () =>
-    services.media
+  const sweep = () => {
+    void services.media
       .sweep()
       .then((n) => n && log.info({ removed: n }, 'swept abandoned media'))
       .catch((err) => log.warn({ err }, 'media sweep failed'));
+    void services.idempotency.sweep().catch((err) => log.warn({ err }, 'idempotency key sweep failed'));
+  };
   void sweep();
   return setInterval(sweep, SWEEP_INTERVAL_MS).unref();
 }

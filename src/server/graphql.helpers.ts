@@ -68,22 +68,29 @@ export function toConnection<T, U>(
   };
 }
 
+/** The fields of a selection set, through inline and named fragments. */
+function fieldsOf(
+  set: SelectionSetNode | undefined,
+  fragments: GraphQLResolveInfo['fragments'],
+): FieldNode[] {
+  const out: FieldNode[] = [];
+  for (const s of set?.selections ?? []) {
+    if (s.kind === Kind.FIELD) out.push(s);
+    else {
+      const inner = s.kind === Kind.INLINE_FRAGMENT ? s.selectionSet : fragments[s.name.value]?.selectionSet;
+      out.push(...fieldsOf(inner, fragments));
+    }
+  }
+  return out;
+}
+
 /** The fields called `name` of a selection set, through inline and named fragments. */
 function fieldsNamed(
   set: SelectionSetNode | undefined,
   name: string,
   fragments: GraphQLResolveInfo['fragments'],
 ): FieldNode[] {
-  const out: FieldNode[] = [];
-  for (const s of set?.selections ?? []) {
-    if (s.kind === Kind.FIELD) {
-      if (s.name.value === name) out.push(s);
-    } else {
-      const inner = s.kind === Kind.INLINE_FRAGMENT ? s.selectionSet : fragments[s.name.value]?.selectionSet;
-      out.push(...fieldsNamed(inner, name, fragments));
-    }
-  }
-  return out;
+  return fieldsOf(set, fragments).filter((f) => f.name.value === name);
 }
 
 /**
@@ -100,4 +107,14 @@ export function selects(info: GraphQLResolveInfo, ...paths: string[]): boolean {
     }
     return true;
   });
+}
+
+/**
+ * The names of the fields selected directly below the field being resolved, through fragments
+ * (`@skip`/`@include` are not looked at: the set may be larger, never smaller).
+ */
+export function selectedFields(info: GraphQLResolveInfo): Set<string> {
+  return new Set(
+    info.fieldNodes.flatMap((n) => fieldsOf(n.selectionSet, info.fragments)).map((f) => f.name.value),
+  );
 }

@@ -10,6 +10,8 @@ export interface StubRecord {
   cwd: string;
   /** The pid of the process it started (mode `with-child`). */
   childPid?: number;
+  /** Its environment. */
+  env: Record<string, string>;
 }
 
 /**
@@ -21,7 +23,7 @@ export async function writeStub(dir: string, name: string, mode: StubMode = 'sta
   const records = path.join(dir, `${name}.jsonl`);
   const source = `#!${process.execPath}
 const fs = require('node:fs');
-const record = { argv: process.argv.slice(2), pid: process.pid, cwd: process.cwd() };
+const record = { argv: process.argv.slice(2), pid: process.pid, cwd: process.cwd(), env: process.env };
 const mode = ${JSON.stringify(mode)};
 if (mode === 'crash') {
   fs.appendFileSync(${JSON.stringify(records)}, JSON.stringify(record) + '\\n');

@@ -1,0 +1,31 @@
+// eslint-disable-next-line no-control-regex -- NUL is what is refused
+const NUL = /\u0000/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * What is wrong with a string as text the service stores, or null: PostgreSQL cannot store NUL,
+ * and a lone surrogate is not Unicode text (it would be stored as U+FFFD, silently changed).
+ */
+export function textProblem(s: string): string | null {
+  if (NUL.test(s)) return 'must not contain NUL characters';
+  if (LONE_SURROGATE.test(s)) return 'must be valid Unicode text (it holds a lone surrogate)';
+  return null;
+}
+
+export type TextReport = (path: readonly (string | number)[], problem: string) => void;
+
+/** Reports every string of a value of any shape (object keys included) that textProblem refuses. */
+export function checkText(value: unknown, path: (string | number)[], report: TextReport): void {
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    if (problem) report(path, problem);
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => checkText(item, [...path, i], report));
+  } else if (value && typeof value === 'object') {
+    for (const [key, v] of Object.entries(value)) {
+      const problem = textProblem(key);
+      if (problem) report([...path, key], problem);
+      checkText(v, [...path, key], report);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import { Pool, type Client, type PoolClient } from 'pg';
+
+/** The error a query gets when the server did not answer within the bound. */
+export class QueryTimeoutError extends Error {
+  readonly code = 'ETIMEDOUT';
+  constructor(ms: number) {
+    super(`the database did not answer within ${ms} ms`);
+    this.name = 'QueryTimeoutError';
+  }
+}
+
+/**
+ * Connection settings that bound the time a connection may take to open and a statement may run
+ * on the server (`statement_timeout` ends a slow query on a live server, leaving the connection
+ * usable). 0 means no bound; `statementsToo` false bounds only the opening.
+ */
+export function boundedConnection(timeoutMs: number, applicationName: string, statementsToo = true) {
+  return {
+    application_name: applicationName,
+    keepAlive: true,
+    ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
+    ...(timeoutMs > 0 && statementsToo ? { statement_timeout: timeoutMs } : {}),
+  };
+}
+
+type Queryable = Pick<Client, 'query' | 'once'> & {
+  connection: { on(event: 'readyForQuery', cb: () => void): unknown; stream: { destroy(err?: Error): void } };
+};
+
+/**
+ * Bounds every query of a connected client on the client side. A server that is frozen, or cut
+ * off without a word, cannot end a statement itself; past `timeoutMs` without an answer the
+ * connection is destroyed: its queries fail with QueryTimeoutError and the client ends, so
+ * whichever pool holds it (knex, pg.Pool) discards it instead of handing it out again.
+ * The server answers each query with one ReadyForQuery; the timer runs while any is owed.
+ */
+export function boundQueries<C extends Client | PoolClient>(client: C, timeoutMs: number): C {
+  if (timeoutMs <= 0) return client;
+  const c = client as unknown as Queryable;
+  let owed = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => c.connection.stream.destroy(new QueryTimeoutError(timeoutMs)), timeoutMs);
+    timer.unref();
+  };
+  const query = c.query;
+  c.query = function (this: unknown, ...args: unknown[]) {
+    if (owed++ === 0) arm();
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as Queryable['query'];
+  c.connection.on('readyForQuery', () => {
+    owed = Math.max(0, owed - 1);
+    if (owed > 0) arm();
+    else clearTimeout(timer);
+  });
+  c.once('end', () => clearTimeout(timer));
+  return client;
+}
+
+/** A pg.Pool whose connections are bounded as above (graphile-worker's queue runs on it). */
+export function boundedPool(opts: {
+  connectionString: string;
+  max: number;
+  timeoutMs: number;
+  applicationName: string;
+}): Pool {
+  const pool = new Pool({
+    connectionString: opts.connectionString,
+    max: opts.max,
+    idleTimeoutMillis: 10_000,
+    ...boundedConnection(opts.timeoutMs, opts.applicationName),
+  });
+  pool.on('connect', (client) => boundQueries(client, opts.timeoutMs));
+  return pool;
+}
