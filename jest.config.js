@@ -27,6 +27,8 @@ const esmOnly = [
   'normalize-url',
   'p-cancelable',
   'responselike',
+  // @kubernetes/client-node 1.x ships ES modules only (its own dependencies have CommonJS builds)
+  '@kubernetes/client-node',
 ];
 module.exports = {
   testEnvironment: 'node',

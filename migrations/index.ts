@@ -13,6 +13,8 @@ import { Migration20261123215435_slurm_executor } from './Migration2026112321543
 import { Migration20261123220024_persisted_documents } from './Migration20261123220024_persisted_documents';
 import { Migration20261123221725_rate_limits } from './Migration20261123221725_rate_limits';
 import { Migration20261123232021_jobs_queued_index } from './Migration20261123232021_jobs_queued_index';
+import { Migration20261124000204_retries_webhooks } from './Migration20261124000204_retries_webhooks';
+import { Migration20261124002036_idempotency_keys } from './Migration20261124002036_idempotency_keys';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -29,4 +31,6 @@ export const migrationsList = [
   { name: 'Migration20261123220024_persisted_documents', class: Migration20261123220024_persisted_documents },
   { name: 'Migration20261123221725_rate_limits', class: Migration20261123221725_rate_limits },
   { name: 'Migration20261123232021_jobs_queued_index', class: Migration20261123232021_jobs_queued_index },
+  { name: 'Migration20261124000204_retries_webhooks', class: Migration20261124000204_retries_webhooks },
+  { name: 'Migration20261124002036_idempotency_keys', class: Migration20261124002036_idempotency_keys },
 ];

@@ -59,6 +59,12 @@ function operation(doc: RouteDoc & Partial<ApiDoc>, operationId: string): Record
       description: q.description,
       schema: q.schema ?? string,
     })),
+    ...Object.entries(doc.headers ?? {}).map(([name, h]) => ({
+      name,
+      in: 'header',
+      description: h.description,
+      schema: h.schema ?? string,
+    })),
     ...(doc.paged
       ? [
           {
@@ -84,6 +90,12 @@ function operation(doc: RouteDoc & Partial<ApiDoc>, operationId: string): Record
       'RateLimit-Limit': { $ref: '#/components/headers/RateLimit-Limit' },
       'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
       'RateLimit-Reset': { $ref: '#/components/headers/RateLimit-Reset' },
+      ...Object.fromEntries(
+        Object.entries(doc.responseHeaders ?? {}).map(([name, h]) => [
+          name,
+          { description: h.description, schema: h.schema ?? string },
+        ]),
+      ),
     },
     ...(doc.response ? { content: json(doc.response) } : {}),
   };

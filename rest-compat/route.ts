@@ -9,6 +9,7 @@ export interface RestResponse {
   headers?: Record<string, string>;
 }
 
+/** A query parameter or a header. */
 export interface QueryParameter {
   description: string;
   /** Defaults to a string. */
@@ -28,6 +29,10 @@ export interface RouteDoc {
   query?: Record<string, QueryParameter>;
   /** A list: `limit` and `cursor`, and the next page in a `Link` header. */
   paged?: boolean;
+  /** Request headers the route reads besides the credentials (`Idempotency-Key`, `Prefer`). */
+  headers?: Record<string, QueryParameter>;
+  /** Headers of a success besides `Link` and the rate limit's. */
+  responseHeaders?: Record<string, QueryParameter>;
   /** The JSON request body, where the route reads one. */
   request?: JsonSchema;
   /** The status of a success; 200 unless said. */
@@ -60,3 +65,24 @@ export interface ApiDoc extends RouteDoc {
   /** Answers besides the JSON success: redirects, files (OpenAPI Response Objects by status). */
   responses?: Record<string, Record<string, unknown>>;
 }
+
+/**
+ * `Idempotency-Key` on the routes that make something (src/idempotency/): spread into a route's
+ * `headers` and `responseHeaders`.
+ */
+export const idempotency = {
+  headers: {
+    'Idempotency-Key': {
+      description:
+        'repeating a request with the same key (24 h) answers the first answer again and makes nothing; ' +
+        'the same key with another request is 409 `CONFLICT`',
+      schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+    },
+  },
+  responseHeaders: {
+    'Idempotent-Replayed': {
+      description: '`true` when this is the stored answer of an earlier request with the same key',
+      schema: { type: 'string', enum: ['true'] },
+    },
+  },
+} satisfies Pick<RouteDoc, 'headers' | 'responseHeaders'>;

@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { AppError, toAppError, withoutSuggestions } from '../src/common/errors';
-import { inputProblems } from '../src/server/graphql.inputs';
+import { inputProblems } from '../src/graphql/graphql.inputs';
 import type { RequestContext } from '../src/graphql/graphql.context';
 import { sendError, sendJson } from '../src/http/http.helpers';
 import type { RestRoute } from './route';

@@ -6,6 +6,7 @@ import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
 import { tokenRoutes } from './routes/tokens.routes';
+import { webhookRoutes } from './routes/webhooks.routes';
 
 /** The whole REST compatibility table, one entry per legacy path. */
 export const restRoutes: RestRoute[] = [
@@ -16,4 +17,5 @@ export const restRoutes: RestRoute[] = [
   ...telephonyRoutes,
   ...jobRoutes,
   ...billingRoutes,
+  ...webhookRoutes,
 ];

@@ -32,9 +32,11 @@ export function enumOf(values: readonly string[]): JsonSchema {
 
 /** The same value or null. */
 export function nullable(schema: JsonSchema): JsonSchema {
-  return typeof schema.type === 'string'
-    ? { ...schema, type: [schema.type, 'null'] }
-    : { anyOf: [schema, { type: 'null' }] };
+  if (typeof schema.type !== 'string') return { anyOf: [schema, { type: 'null' }] };
+  // An enum must list null too, or it refuses what the type allows.
+  return Array.isArray(schema.enum)
+    ? { ...schema, type: [schema.type, 'null'], enum: [...schema.enum, null] }
+    : { ...schema, type: [schema.type, 'null'] };
 }
 
 export function arrayOf(items: JsonSchema): JsonSchema {

@@ -1,13 +1,21 @@
 import busboy from 'busboy';
 import { Router, type Request, type Response } from 'express';
 import type { Readable } from 'node:stream';
-import { requirePrincipal, type Principal } from '../src/auth/principal';
+import { createHash } from 'node:crypto';
+import { ownerOf, requirePrincipal, type Principal } from '../src/auth/principal';
+import { idempotencyKeyOf, replay, storeAnswer } from '../src/idempotency/idempotency.http';
+import {
+  conflict,
+  fingerprint,
+  type Claim,
+  type IdempotencyService,
+} from '../src/idempotency/idempotency.service';
 import { AppError, toAppError } from '../src/common/errors';
 import type { Logger } from '../src/common/logger';
 import type { MediaAsset } from '../src/media/media.entity';
 import type { MediaService } from '../src/media/media.service';
 import { sendError, sendJson } from '../src/http/http.helpers';
-import type { ApiDoc } from './route';
+import { idempotency, type ApiDoc } from './route';
 import { object, url, uuid } from './schemas';
 
 /** Room for the multipart framing and the small fields around the file. */
@@ -37,6 +45,7 @@ export const uploadDoc: ApiDoc = {
       },
     },
   },
+  ...idempotency,
   response: object({ media: object({ id: uuid, url }), base_url: url }),
 };
 
@@ -49,10 +58,15 @@ export interface UploadRouteOptions {
  * running a GraphQL document (DESIGN.md). One file part (any name; `file` in the docs) and an
  * optional `tags` field of comma-separated tags, before or after the file.
  */
-export function uploadRoutes(media: MediaService, opts: UploadRouteOptions): Router {
+export function uploadRoutes(
+  media: MediaService,
+  idempotency: IdempotencyService,
+  opts: UploadRouteOptions,
+): Router {
   const router = Router();
   router.post('/uploads/upload', async (req: Request, res: Response) => {
     const log = (req.log ?? undefined) as Logger | undefined;
+    let claim: Claim | undefined;
     try {
       const principal = requirePrincipal((res.locals.principal as Principal | null) ?? null);
       if (!req.is('multipart/form-data'))
@@ -60,12 +74,26 @@ export function uploadRoutes(media: MediaService, opts: UploadRouteOptions): Rou
       const declared = Number(req.headers['content-length']);
       if (declared > opts.maxUploadBytes + FORM_OVERHEAD_BYTES)
         throw new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${opts.maxUploadBytes} bytes`);
-      const asset = await receive(req, principal, media, opts.maxUploadBytes);
+      const key = idempotencyKeyOf(req);
+      if (key !== undefined) {
+        // The body is read only once the key is ours (waiting leaves it unread), or to compare
+        // it with the first request's, hashed as it streams and never kept.
+        const begun = await idempotency.begin(ownerOf(principal), key, null);
+        if (begun.kind === 'done') {
+          if ((await receive(req, opts.maxUploadBytes, null)).fingerprint !== begun.fingerprint)
+            throw conflict();
+          return replay(res, begun.response);
+        }
+        claim = begun.claim;
+      }
+      const { asset, fingerprint } = await receive(req, opts.maxUploadBytes, { principal, media });
+      if (claim) storeAnswer(res, claim, fingerprint);
       sendJson(req, res, 200, {
-        media: { id: asset.id, url: media.urlOf(asset) },
+        media: { id: asset!.id, url: media.urlOf(asset!) },
         base_url: media.baseUrl,
       });
     } catch (err) {
+      await claim?.release().catch(() => undefined);
       const { error, unexpected } = toAppError(err);
       if (unexpected) log?.error({ err }, 'unexpected error in upload');
       // Stop reading a body we refused; the connection cannot be reused mid-body.
@@ -80,13 +108,17 @@ export function uploadRoutes(media: MediaService, opts: UploadRouteOptions): Rou
   return router;
 }
 
+/**
+ * Reads the form: with `store`, the file goes to the media service; without, it is only hashed
+ * (a repeated `Idempotency-Key` request, compared with the first). Either way the answer carries
+ * the request's fingerprint: the file's SHA-256, its name and the tags as sent.
+ */
 function receive(
   req: Request,
-  principal: Principal,
-  media: MediaService,
   maxBytes: number,
-): Promise<MediaAsset> {
-  return new Promise<MediaAsset>((resolve, reject) => {
+  store: { principal: Principal; media: MediaService } | null,
+): Promise<{ asset: MediaAsset | null; fingerprint: string }> {
+  return new Promise((resolve, reject) => {
     let form: busboy.Busboy;
     try {
       form = busboy({
@@ -108,8 +140,9 @@ function receive(
       return reject(new AppError('BAD_REQUEST', 'malformed multipart body (missing boundary?)'));
     }
     let tags: string | undefined;
+    let filename: string | undefined;
     let file: Readable | undefined;
-    let upload: Promise<MediaAsset> | undefined;
+    let upload: Promise<{ asset: MediaAsset | null; sha256: string }> | undefined;
     let endForm!: () => void;
     let failForm!: (err: AppError) => void;
     // Settles when the whole form has been read; the upload is committed only then.
@@ -134,8 +167,23 @@ function receive(
     });
     form.on('file', (_name, stream, info) => {
       file = stream;
-      upload = media.upload(principal, { stream, filename: info.filename, tags: formRead.then(() => tags) });
-      upload.then(resolve, reject);
+      filename = info.filename;
+      upload = store
+        ? store.media
+            .upload(store.principal, { stream, filename: info.filename, tags: formRead.then(() => tags) })
+            .then((asset) => ({ asset, sha256: asset.sha256! }))
+        : hashOnly(stream, maxBytes).then(async (sha256) => {
+            await formRead;
+            return { asset: null, sha256 };
+          });
+      upload.then(
+        ({ asset, sha256 }) =>
+          resolve({
+            asset,
+            fingerprint: fingerprint(['POST', '/uploads/upload', filename ?? null, tags ?? null, sha256]),
+          }),
+        reject,
+      );
     });
     form.on('filesLimit', () => fail(new AppError('BAD_REQUEST', 'send one file per request')));
     form.on('fieldsLimit', () => fail(new AppError('BAD_REQUEST', 'too many form fields')));
@@ -151,4 +199,16 @@ function receive(
     });
     req.pipe(form);
   });
+}
+
+/** The SHA-256 of a stream, read to its end and dropped; over `maxBytes`, 413 as an upload would be. */
+async function hashOnly(stream: Readable, maxBytes: number): Promise<string> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${maxBytes} bytes`);
+    hash.update(chunk);
+  }
+  return hash.digest('hex');
 }

@@ -75,8 +75,8 @@ describe('loadConfig', () => {
     const names = error!.problems.map((p) => p.split(':')[0]);
     expect(names.sort()).toEqual([
       'DATABASE_URL',
-      'EXECUTOR',
       'GRAPHQL_IDE',
+      'KUBERNETES_JOBS_PVC',
       'LOCAL_EXECUTOR_CONCURRENCY',
       'MAX_UPLOAD_BYTES',
       'PORT',
@@ -185,7 +185,7 @@ describe('loadConfig', () => {
         description: 'one NVIDIA A100',
         slurm: { partition: 'gpu', gres: 'gpu:a100:1', cpus: 8, memory: '64G', account: 'ml', qos: 'normal' },
         kubernetes: {
-          resources: { requests: { cpu: '8', memory: '64Gi' }, limits: { 'nvidia.com/gpu': 1 } },
+          resources: { requests: { cpu: '8', memory: '64Gi' }, limits: { 'nvidia.com/gpu': '1' } },
         },
       });
       const json = path.join(dir, 'machines.json');
@@ -417,6 +417,118 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ PRICES_FILE: bad })).toThrow(
         /PRICES_FILE: ".*bad.yaml": per_machine_second.default: required/,
       );
+    });
+  });
+
+  describe('kubernetes', () => {
+    it('has the documented defaults', () => {
+      expect(loadConfig({}).kubernetes).toEqual({
+        kubeconfig: undefined,
+        namespace: 'default',
+        jobsPvc: undefined,
+        imagePullGraceSeconds: 120,
+        unschedulableSeconds: 600,
+        imagePullSecrets: [],
+        jobServiceAccount: undefined,
+        builtinImage: undefined,
+        jobTtlSeconds: 86400,
+      });
+    });
+
+    it('reads every setting', () => {
+      const c = loadConfig({
+        KUBECONFIG: '/home/me/.kube/config',
+        KUBERNETES_NAMESPACE: 'media',
+        KUBERNETES_JOBS_PVC: 'media-platform-jobs',
+        KUBERNETES_IMAGE_PULL_GRACE_SECONDS: '30',
+        KUBERNETES_UNSCHEDULABLE_SECONDS: '900',
+        KUBERNETES_IMAGE_PULL_SECRETS: 'registry-a, registry-b',
+        KUBERNETES_JOB_SERVICE_ACCOUNT: 'media-jobs',
+        KUBERNETES_BUILTIN_IMAGE: 'registry.example/media-platform:1.0',
+        KUBERNETES_JOB_TTL_SECONDS: '3600',
+      });
+      expect(c.kubernetes).toEqual({
+        kubeconfig: '/home/me/.kube/config',
+        namespace: 'media',
+        jobsPvc: 'media-platform-jobs',
+        imagePullGraceSeconds: 30,
+        unschedulableSeconds: 900,
+        imagePullSecrets: ['registry-a', 'registry-b'],
+        jobServiceAccount: 'media-jobs',
+        builtinImage: 'registry.example/media-platform:1.0',
+        jobTtlSeconds: 3600,
+      });
+    });
+
+    it('refuses names Kubernetes would refuse, naming each variable', () => {
+      let error: ConfigError | undefined;
+      try {
+        loadConfig({
+          KUBERNETES_NAMESPACE: 'Media_NS',
+          KUBERNETES_JOBS_PVC: 'jobs/claim',
+          KUBERNETES_IMAGE_PULL_SECRETS: 'ok,Not OK',
+          KUBERNETES_JOB_SERVICE_ACCOUNT: '-x',
+          KUBERNETES_BUILTIN_IMAGE: 'two words',
+          KUBERNETES_IMAGE_PULL_GRACE_SECONDS: '-1',
+        });
+      } catch (err) {
+        error = err as ConfigError;
+      }
+      expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+        'KUBERNETES_BUILTIN_IMAGE',
+        'KUBERNETES_IMAGE_PULL_GRACE_SECONDS',
+        'KUBERNETES_IMAGE_PULL_SECRETS',
+        'KUBERNETES_JOBS_PVC',
+        'KUBERNETES_JOB_SERVICE_ACCOUNT',
+        'KUBERNETES_NAMESPACE',
+      ]);
+      expect(error!.problems).toContain(
+        'KUBERNETES_IMAGE_PULL_SECRETS: expected Secret names (DNS subdomains), got "Not OK"',
+      );
+    });
+
+    it('accepts EXECUTOR=kubernetes with the jobs claim, and asks for the claim without it', () => {
+      expect(loadConfig({ EXECUTOR: 'kubernetes', KUBERNETES_JOBS_PVC: 'jobs' }).executor).toBe('kubernetes');
+      expect(() => loadConfig({ EXECUTOR: 'kubernetes' })).toThrow(
+        /KUBERNETES_JOBS_PVC: required when EXECUTOR=kubernetes/,
+      );
+    });
+
+    it("names the problems of a machine type's kubernetes part", () => {
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'k8s-types-')), 'types.yaml');
+      writeFileSync(
+        file,
+        'machine_types:\n  gpu:\n    kubernetes: { resources: { limits: { nvidia.com/gpu: lots } }, pods: 2 }\n',
+      );
+      expect(() => loadConfig({ MACHINE_TYPES_FILE: file })).toThrow(
+        /machine_types\.gpu\.kubernetes\.pods: unknown key.*machine_types\.gpu\.kubernetes\.resources\.limits\.nvidia\.com\/gpu: "lots" is not a quantity/,
+      );
+    });
+  });
+
+  describe('webhooks', () => {
+    it('has https only, no private addresses, a 10 s bound and 4 tasks at once by default', () => {
+      expect(loadConfig({})).toMatchObject({
+        webhookAllowHttp: false,
+        webhookAllowPrivate: [],
+        webhookTimeoutSeconds: 10,
+        webhookConcurrency: 4,
+      });
+    });
+
+    it('reads WEBHOOK_ALLOW_PRIVATE as host:port entries and refuses anything else', () => {
+      expect(
+        loadConfig({
+          WEBHOOK_ALLOW_PRIVATE: '127.0.0.1:4000, Receiver.local:80,[::1]:8080',
+          WEBHOOK_ALLOW_HTTP: 'yes',
+        }),
+      ).toMatchObject({
+        webhookAllowPrivate: ['127.0.0.1:4000', 'receiver.local:80', '[::1]:8080'],
+        webhookAllowHttp: true,
+      });
+      for (const bad of ['127.0.0.1', '::1:80', 'host:99999', 'http://host:80']) {
+        expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: bad })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
+      }
     });
   });
 });

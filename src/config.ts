@@ -111,6 +111,16 @@ export interface Config {
   bridgeLoginWindowSeconds: number;
   /** Prices of compute and storage (`PRICES_FILE`, docs/billing.md). */
   prices: PriceList;
+  /** The Kubernetes executor (docs/executors-kubernetes.md). */
+  kubernetes: KubernetesConfig;
+  /** Plain http webhooks allowed (`WEBHOOK_ALLOW_HTTP`); https only otherwise. */
+  webhookAllowHttp: boolean;
+  /** `host:port` entries webhooks may reach although they are private addresses (tests, own receivers). */
+  webhookAllowPrivate: readonly string[];
+  /** Bound on each delivery attempt. */
+  webhookTimeoutSeconds: number;
+  /** Short tasks (webhook deliveries, deadlines) one worker process runs at once. */
+  webhookConcurrency: number;
   /** Bound on opening a database connection, waiting for one, and each statement (then 503). */
   databaseQueryTimeoutMs: number;
   // Operability (docs/operations.md).
@@ -123,6 +133,27 @@ export interface Config {
   rateLimitUploadsPerMinute: number;
   rateLimitDeploymentsPerMinute: number;
 }
+
+export interface KubernetesConfig {
+  /** `KUBECONFIG`: a kubeconfig file; unset: the pod's own service account (in-cluster). */
+  kubeconfig: string | undefined;
+  namespace: string;
+  /** The ReadWriteMany claim that holds JOBS_DIR; the job pods mount their directory from it. */
+  jobsPvc: string | undefined;
+  imagePullGraceSeconds: number;
+  unschedulableSeconds: number;
+  imagePullSecrets: readonly string[];
+  /** The job pods' service account; unset: none (no API token in job pods). */
+  jobServiceAccount: string | undefined;
+  /** The service's own image, for built-in models (`builtin/...` containers). */
+  builtinImage: string | undefined;
+  /** How long a finished Job stays in the cluster (`ttlSecondsAfterFinished`). */
+  jobTtlSeconds: number;
+}
+
+/** DNS-1123 names, as Kubernetes wants them for namespaces (labels) and objects (subdomains). */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
 export const MAX_POOL_RANGE_SIZE = 1_000_000;
@@ -298,6 +329,15 @@ class Parser {
     }
   }
 
+  /** A comma-separated list whose every item matches `pattern`. */
+  listOf(name: string, pattern: RegExp, what: string): string[] {
+    const items = this.list(name);
+    const bad = items.filter((i) => !pattern.test(i));
+    if (bad.length)
+      this.problems.push(`${name}: expected ${what}, got ${bad.map((b) => `"${b}"`).join(', ')}`);
+    return items.filter((i) => pattern.test(i));
+  }
+
   /** Browser origins (`scheme://host[:port]`, exactly as browsers send them), or `*`. */
   origins(name: string): string[] {
     const origins = this.list(name);
@@ -336,9 +376,6 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
   const apiKeyHeader = p.str('API_KEY_HEADER', 'x-service-key').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(apiKeyHeader)) p.problems.push(`API_KEY_HEADER: not a valid header name`);
   const executor = p.oneOf('EXECUTOR', ['local', 'slurm', 'kubernetes'] as const, 'local');
-  // The name is the contract; its adapter is not built yet (docs/executors.md).
-  if (executor === 'kubernetes')
-    p.problems.push(`EXECUTOR: "${executor}" is not available yet; use local or slurm`);
   const dataDir = path.resolve(p.str('DATA_DIR', './.data'));
   const jobsDir = path.resolve(p.str('JOBS_DIR', path.join(dataDir, 'jobs')));
   const slurmContainerRuntime = p.oneOf('SLURM_CONTAINER_RUNTIME', SLURM_CONTAINER_RUNTIMES, 'none');
@@ -471,6 +508,35 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),
     prices: p.prices('PRICES_FILE'),
+    kubernetes: {
+      kubeconfig: p.raw('KUBECONFIG'),
+      namespace:
+        p.matching('KUBERNETES_NAMESPACE', DNS_LABEL, 'a namespace name (DNS label: a-z, 0-9, -)') ??
+        'default',
+      jobsPvc: p.matching('KUBERNETES_JOBS_PVC', DNS_SUBDOMAIN, 'a claim name (DNS subdomain)'),
+      imagePullGraceSeconds: p.int('KUBERNETES_IMAGE_PULL_GRACE_SECONDS', 120, 0, 86400),
+      unschedulableSeconds: p.int('KUBERNETES_UNSCHEDULABLE_SECONDS', 600, 0, 7 * 86400),
+      imagePullSecrets: p.listOf(
+        'KUBERNETES_IMAGE_PULL_SECRETS',
+        DNS_SUBDOMAIN,
+        'Secret names (DNS subdomains)',
+      ),
+      jobServiceAccount: p.matching(
+        'KUBERNETES_JOB_SERVICE_ACCOUNT',
+        DNS_SUBDOMAIN,
+        'a service account name (DNS subdomain)',
+      ),
+      builtinImage: p.matching(
+        'KUBERNETES_BUILTIN_IMAGE',
+        /^\S{1,512}$/,
+        'an image reference without spaces',
+      ),
+      jobTtlSeconds: p.int('KUBERNETES_JOB_TTL_SECONDS', 86400, 0, 30 * 86400),
+    },
+    webhookAllowHttp: p.bool('WEBHOOK_ALLOW_HTTP', false),
+    webhookAllowPrivate: webhookAllowPrivate(p),
+    webhookTimeoutSeconds: p.int('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 60),
+    webhookConcurrency: p.int('WEBHOOK_CONCURRENCY', 4, 1, 256),
     databaseQueryTimeoutMs: p.int('DATABASE_QUERY_TIMEOUT_MS', 5000, 100, 600_000),
     metricsPort: p.raw('METRICS_PORT') === undefined ? undefined : p.int('METRICS_PORT', 0, 0, 65535),
     corsOrigins: p.origins('CORS_ORIGINS'),
@@ -478,8 +544,26 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
     rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
   };
+  // Job pods mount their directory from the claim that holds JOBS_DIR.
+  if (executor === 'kubernetes' && !config.kubernetes.jobsPvc && p.raw('KUBERNETES_JOBS_PVC') === undefined)
+    p.problems.push(
+      'KUBERNETES_JOBS_PVC: required when EXECUTOR=kubernetes (the ReadWriteMany claim holding JOBS_DIR)',
+    );
   if (p.problems.length) throw new ConfigError(p.problems);
   return Object.freeze(config);
+}
+
+/** `WEBHOOK_ALLOW_PRIVATE`: `host:port` entries (IPv6 in brackets), lower-cased. */
+function webhookAllowPrivate(p: Parser): string[] {
+  const entries = p.list('WEBHOOK_ALLOW_PRIVATE').map((e) => e.toLowerCase());
+  const bad = entries.filter(
+    (e) => !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+):\d{1,5}$/.test(e) || Number(e.split(':').pop()) > 65535,
+  );
+  if (bad.length)
+    p.problems.push(
+      `WEBHOOK_ALLOW_PRIVATE: expected host:port entries ([v6]:port for IPv6), got ${bad.join(', ')}`,
+    );
+  return entries;
 }
 
 /** `loadConfig` for entry points (the service, scripts): a bad configuration is printed, exit 2. */

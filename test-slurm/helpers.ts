@@ -2,10 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { TestApp } from '../test/helpers/app';
-import { PROGRAM } from '../test/helpers/jobs';
 
-export { PROGRAM } from '../test/helpers/jobs';
+export { PROGRAM, programModel } from '../test/helpers/jobs';
 
 /** Fails at once, with what to do, when no cluster answers. */
 export function requireCluster(): void {
@@ -54,26 +52,4 @@ export function slurmJobsNamed(name: string): string[] {
   })
     .split('\n')
     .filter(Boolean);
-}
-
-/** A model running the fixture program in `mode`; answers its id. */
-export async function programModel(
-  t: TestApp,
-  auth: string,
-  mode: string,
-  more: Record<string, unknown> = {},
-): Promise<string> {
-  const res = await t
-    .http()
-    .post('/api/v1/models')
-    .set('authorization', auth)
-    .send({
-      name: `program ${mode}`,
-      container: 'local',
-      command: `node "${PROGRAM}" ${mode} {args}`,
-      args: {},
-      ...more,
-    });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.id;
 }

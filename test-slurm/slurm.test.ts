@@ -268,26 +268,49 @@ describe('a worker on Slurm', () => {
     for (const d of jobs) expect((await waitForJob(t, alice, d.jobId)).status).toBe('SUCCEEDED');
   });
 
-  it('fails a job the cluster no longer knows, in words', async () => {
+  /** A job that a worker which is gone left running, and that Slurm has forgotten meanwhile. */
+  async function lostJob(maxRetries: number): Promise<string> {
     const { jobId: done } = await deploy(t, alice, await model('argv'), {});
     await waitForJob(t, alice, done);
-    // A job that a worker which is gone left running, and that Slurm has forgotten meanwhile.
     const lost = randomUUID();
     await t.runtime.orm.em.getConnection().execute(
       `with d as (insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
                   select gen_random_uuid(), owner_type, owner_id, 'lost', model_id, '{}', gen_random_uuid(), now()
                   from deployments where id = (select deployment_id from jobs where id = ?) returning *)
        insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, external_id, worker_id,
-                         argv, container, machine_type, machine_count, timeout_seconds, created_at, updated_at, started_at)
+                         argv, container, machine_type, machine_count, timeout_seconds, max_retries,
+                         created_at, updated_at, started_at)
        select ?, d.id, d.model_id, d.owner_type, d.owner_id, 'running', 'slurm', '99999999', gen_random_uuid(),
-              '["true"]', 'local', 'cpu', 1, 60, now(), now(), now() from d`,
-      [done, lost],
+              '["true"]', 'local', 'cpu', 1, 60, ?, now(), now(), now() from d`,
+      [done, lost, maxRetries],
     );
     await t.runtime.runner!.reconcile();
+    return lost;
+  }
+
+  it('fails a job the cluster no longer knows, in words', async () => {
+    const lost = await lostJob(0);
     const job = await waitForJob(t, alice, lost);
     expect(job).toMatchObject({
       status: 'FAILED',
       error: 'the cluster no longer knows Slurm job 99999999; nothing of it is left to follow',
+    });
+    expect(await rest(lost)).toMatchObject({ infrastructure_failure: true, attempt: 1 });
+  });
+
+  it("retries a job the cluster lost, per its model's max_retries, on Slurm again", async () => {
+    const lost = await lostJob(1);
+    expect((await waitForJob(t, alice, lost)).status).toBe('FAILED');
+    expect(await rest(lost)).toMatchObject({ infrastructure_failure: true, attempt: 1, max_retries: 1 });
+    const [retry] = await t.runtime.orm.em
+      .getConnection()
+      .execute<{ id: string }[]>('select id from jobs where retry_of = ?', [lost]);
+    expect((await waitForJob(t, alice, retry.id)).status).toBe('SUCCEEDED');
+    expect(await rest(retry.id)).toMatchObject({
+      executor: 'slurm',
+      attempt: 2,
+      retry_of: lost,
+      infrastructure_failure: false,
     });
   });
 });
@@ -342,6 +365,7 @@ describe('machine types on Slurm', () => {
   it('gives Slurm arguments it accepts for every machine type, and for OCI containers', () => {
     const spec = {
       jobId: randomUUID(),
+      owner: { type: 'user' as const, id: randomUUID() },
       argv: ['true'],
       env: {},
       container: '/srv/bundles/upscale',

@@ -30,6 +30,8 @@ describe('an allowed origin', () => {
     ['/graphql', 'POST', 'authorization, content-type, apollo-require-preflight'],
     ['/api/v1/models/00000000-0000-4000-8000-000000000000', 'PUT', 'x-service-key, content-type'],
     ['/uploads/upload', 'POST', 'authorization'],
+    ['/api/v1/deployments', 'POST', 'authorization, content-type, idempotency-key, prefer, cancel-after'],
+    ['/api/v1/jobs/events', 'GET', 'authorization, last-event-id'],
   ])('gets its preflight for %s answered with what it may send', async (path, method, headers) => {
     const res = await preflight(t, path, APP, method, headers);
     expect(res.status).toBe(204);
@@ -47,6 +49,7 @@ describe('an allowed origin', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers['access-control-allow-origin']).toBe(APP);
     expect(ok.headers['access-control-expose-headers']).toMatch(/Link.*Retry-After.*RateLimit-Remaining/);
+    expect(ok.headers['access-control-expose-headers']).toMatch(/Idempotent-Replayed.*Preference-Applied/);
     const gql = await t
       .http()
       .post('/graphql')

@@ -13,6 +13,7 @@ import { callback, JSON_ACCEPT, openLogin, PASSWORD, startDevApp, submitToCallba
 import { TestHomeserver } from './helpers/matrix-homeserver';
 import { pngBytes } from './helpers/media';
 import { writeStub } from './helpers/stub-process';
+import { verifySignature, WebhookReceiver } from './helpers/webhook-receiver';
 
 /**
  * Real requests against the whole service, every answer validated against the OpenAPI document
@@ -21,10 +22,11 @@ import { writeStub } from './helpers/stub-process';
  * without a document, or a document without a route, fails here.
  */
 
+type MediaType = { schema: object; 'x-events'?: Record<string, { schema: object }> };
 type Operation = {
   operationId: string;
   requestBody?: { content: Record<string, { schema: object }> };
-  responses: Record<string, { $ref?: string; content?: Record<string, { schema: object }> }>;
+  responses: Record<string, { $ref?: string; content?: Record<string, MediaType> }>;
 };
 type Document = {
   openapi: string;
@@ -35,6 +37,7 @@ type Document = {
 let t: TestApp;
 let hs: TestHomeserver;
 let esl: EslPeer;
+let receiver: WebhookReceiver;
 let doc: Document;
 const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
 addFormats(ajv);
@@ -48,9 +51,14 @@ function validator(schema: object): ValidateFunction {
   return v;
 }
 
-/** The document's operation for a concrete method and path (`/api/v1/models/<uuid>`). */
+/**
+ * The document's operation for a concrete method and path (`/api/v1/models/<uuid>`); a path
+ * without parameters first, as OpenAPI says (`/api/v1/jobs/events` is not `/api/v1/jobs/{id}`).
+ */
 function operationFor(method: string, url: string): Operation {
   const pathname = new URL(url, 'http://x').pathname;
+  const exact = doc.paths[pathname]?.[method];
+  if (exact) return exact;
   for (const [template, item] of Object.entries(doc.paths)) {
     const pattern = new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`);
     if (pattern.test(pathname) && item[method]) return item[method];
@@ -133,7 +141,61 @@ async function expectStatus<T extends { status: number; body: unknown }>(p: Prom
   return res;
 }
 
+interface ServerEvent {
+  id: string;
+  event: string;
+  data: { job_id: string; status: string };
+}
+
+/**
+ * Reads a server-sent event stream until it ends or `enough` holds; the answer is checked like
+ * the others and each event's data against the schema the document gives its type.
+ */
+async function readEvents(
+  url: string,
+  auth: string,
+  enough: (events: ServerEvent[]) => boolean = () => false,
+): Promise<ServerEvent[]> {
+  const abort = new AbortController();
+  const res = await fetch(`${t.url}${url}`, { headers: { authorization: auth }, signal: abort.signal });
+  check('get', url, {
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? undefined,
+    body: undefined,
+  });
+  expect(res.status).toBe(200);
+  const types = operationFor('get', url).responses['200'].content!['text/event-stream']['x-events']!;
+  const events: ServerEvent[] = [];
+  const decoder = new TextDecoder();
+  let buffered = '';
+  try {
+    for await (const chunk of res.body!) {
+      buffered += decoder.decode(chunk, { stream: true });
+      for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+        const frame = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const fields = Object.fromEntries(
+          frame
+            .split('\n')
+            .filter((l) => l && !l.startsWith(':'))
+            .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]),
+        );
+        if (fields.event === undefined) continue; // `retry:`
+        if (!types[fields.event]) throw new Error(`${url}: event type ${fields.event} not documented`);
+        const data = JSON.parse(fields.data) as ServerEvent['data'];
+        expectValid(types[fields.event].schema, data, `a ${fields.event} event of ${url}`);
+        events.push({ id: fields.id, event: fields.event, data });
+        if (enough(events)) return events;
+      }
+    }
+  } finally {
+    abort.abort();
+  }
+  return events;
+}
+
 beforeAll(async () => {
+  receiver = await WebhookReceiver.start();
   hs = await TestHomeserver.start('registration-secret', 'chat.test');
   esl = await EslPeer.start('s3cret');
   const stubs = await mkdtemp(path.join(os.tmpdir(), 'openapi-stubs-'));
@@ -152,6 +214,8 @@ beforeAll(async () => {
     MATRIX_SERVER_NAME: 'chat.test',
     DENDRITE_BIN: (await writeStub(stubs, 'dendrite')).path,
     MATTERBRIDGE_BIN: (await writeStub(stubs, 'matterbridge')).path,
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOW_PRIVATE: `127.0.0.1:${receiver.port}`,
   });
   await esl.waitUntil(() => esl.logins >= 1);
   doc = (await (await fetch(`${t.url}/api/openapi.json`)).json()) as Document;
@@ -161,6 +225,7 @@ afterAll(async () => {
   await t?.close();
   await hs?.stop();
   await esl?.stop();
+  await receiver?.close();
 });
 
 describe('GET /api/openapi.json', () => {
@@ -360,6 +425,129 @@ describe('every documented operation, answered for real', () => {
     await expectStatus(call('delete', `/api/v1/models/${modelId}`, { auth }), 204);
     await expectStatus(call('delete', `/api/v1/media/${mediaId}`, { auth }), 204);
   });
+
+  it('Idempotency-Key, synchronous runs, deadlines, webhooks, retries and event streams', async () => {
+    // An upload and an API key sent twice with one key: the second answer is the first, replayed.
+    const upload = async () => {
+      const form = new FormData();
+      form.append('file', new Blob([pngBytes(8, 8)], { type: 'image/png' }), 'dog.png');
+      const res = await fetch(`${t.url}/uploads/upload`, {
+        method: 'POST',
+        headers: { authorization: auth, 'idempotency-key': 'openapi-upload' },
+        body: form,
+      });
+      const answer = {
+        status: res.status,
+        contentType: res.headers.get('content-type') ?? undefined,
+        body: await res.json(),
+      };
+      check('post', '/uploads/upload', answer);
+      expect(answer.status).toBe(200);
+      return { ...answer, replayed: res.headers.get('idempotent-replayed') };
+    };
+    const uploaded = await upload();
+    const uploadedAgain = await upload();
+    expect([uploaded.replayed, uploadedAgain.replayed]).toEqual([null, 'true']);
+    expect(uploadedAgain.body).toEqual(uploaded.body);
+    const mediaId = (uploaded.body as { media: { id: string } }).media.id;
+    const createKey = () =>
+      expectStatus(
+        call('post', '/api/v1/tokens', {
+          auth,
+          headers: { 'idempotency-key': 'openapi-token' },
+          json: { name: 'once' },
+        }),
+        201,
+      );
+    const key = await createKey();
+    const keyAgain = await createKey();
+    expect(keyAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(keyAgain.body).toEqual(key.body);
+
+    // A synchronous run with a deadline, told to a webhook of every event, sent twice with one key.
+    const secret = await expectStatus(call('get', '/api/v1/webhooks/default/secret', { auth }), 200);
+    const run = () =>
+      expectStatus(
+        call('post', '/api/v1/deployments', {
+          auth,
+          headers: { prefer: 'wait=60', 'cancel-after': '10m', 'idempotency-key': 'openapi-run' },
+          json: {
+            name: 'hooked',
+            model_id: BUILTIN.wordcount,
+            args: { text: mediaId },
+            webhook: receiver.url('/openapi'),
+            webhook_events_filter: ['start', 'output', 'logs', 'completed'],
+          },
+        }),
+        201,
+      );
+    const ran = await run();
+    expect(ran.headers.get('preference-applied')).toBe('wait=60');
+    const job = (ran.body as { job: { id: string; deadline_at: string | null } }).job;
+    expect(job.deadline_at).not.toBeNull();
+    const ranAgain = await run();
+    expect(ranAgain.headers.get('idempotent-replayed')).toBe('true');
+    expect(ranAgain.body).toEqual(ran.body);
+    await waitForJob(t, auth, job.id);
+
+    // Each message is the job as GET /api/v1/jobs/{id} shows it, signed with the owner's secret.
+    const messages = await receiver.until((r) =>
+      r.some((m) => m.path === '/openapi' && JSON.parse(m.body).status === 'succeeded'),
+    );
+    const jobSchema = operationFor('get', `/api/v1/jobs/${job.id}`).responses['200'].content![
+      'application/json'
+    ];
+    for (const m of messages.filter((m) => m.path === '/openapi')) {
+      expectValid(jobSchema.schema, JSON.parse(m.body), 'a webhook message');
+      expect(verifySignature((secret.body as { key: string }).key, m)).toBe(true);
+    }
+    // Recorded once the receiver's answer is in.
+    for (;;) {
+      const listed = await expectStatus(
+        call('get', `/api/v1/jobs/${job.id}/webhook-deliveries?limit=10`, { auth }),
+        200,
+      );
+      const deliveries = listed.body as { event: string; status: string }[];
+      if (deliveries.some((d) => d.event === 'completed' && d.status === 'delivered')) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await expectStatus(call('get', `/api/v1/jobs/${randomUUID()}/webhook-deliveries`, { auth }), 404);
+    const rotated = await expectStatus(call('post', '/api/v1/webhooks/default/secret/rotate', { auth }), 200);
+    expect(rotated.body).not.toEqual(secret.body);
+
+    const retry = await expectStatus(
+      call('post', `/api/v1/jobs/${job.id}/retry`, { auth, headers: { 'cancel-after': '5m' } }),
+      201,
+    );
+    expect(retry.body).toMatchObject({ retry_of: job.id, attempt: 1 });
+    // It runs again and keeps its output under an id of its own (the first kept the target's).
+    expect(await waitForJob(t, auth, (retry.body as { id: string }).id)).toMatchObject({
+      status: 'SUCCEEDED',
+    });
+    await expectStatus(
+      call('post', `/api/v1/jobs/${job.id}/retry`, { auth, headers: { 'cancel-after': 'soon' } }),
+      400,
+    );
+
+    // One job's stream: its whole history, ending with its end; resumed after that, nothing (204).
+    const history = await readEvents(`/api/v1/jobs/${job.id}/events`, auth);
+    expect(history[0]).toMatchObject({ event: 'transition', data: { status: 'queued' } });
+    expect(history.at(-1)).toMatchObject({ event: 'transition', data: { status: 'succeeded' } });
+    await expectStatus(
+      call('get', `/api/v1/jobs/${job.id}/events`, {
+        auth,
+        headers: { 'last-event-id': history.at(-1)!.id },
+      }),
+      204,
+    );
+    // All jobs' stream, from the start: the retry's end comes too.
+    const all = await readEvents('/api/v1/jobs/events?last_event_id=0', auth, (events) =>
+      events.some(
+        (e) => e.data.job_id === (retry.body as { id: string }).id && e.data.status === 'succeeded',
+      ),
+    );
+    expect(all.some((e) => e.data.job_id === job.id)).toBe(true);
+  }, 120_000);
 
   it('telephony', async () => {
     const assigned = await expectStatus(call('get', '/api/v2/assign-number', { auth }), 200);

@@ -7,15 +7,20 @@ import {
   GetJobDocument,
   ListDeploymentsDocument,
   ListJobsDocument,
+  RetryJobDocument,
   type JobStatus,
+  type WebhookEvent,
   type RestDeploymentFragment,
   type RestJobFragment,
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
-import { route } from '../route';
+import { idempotency, route, type QueryParameter } from '../route';
+import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
+import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
 import {
   anything,
   arrayOf,
+  boolean,
   enumOf,
   integer,
   isoTime,
@@ -48,6 +53,14 @@ const jobSchema = object({
   },
   exit_code: nullable(integer),
   error: nullable(string),
+  attempt: { ...integer, minimum: 1, description: '1, then 2 for the first automatic retry, ...' },
+  max_retries: { ...integer, description: "the model's automatic retries on infrastructure failures" },
+  retry_of: { ...nullable(uuid), description: 'the job this one runs again' },
+  infrastructure_failure: {
+    ...boolean,
+    description: 'failed because of the infrastructure, not the program',
+  },
+  deadline_at: { ...nullable(isoTime), description: 'canceled if not ended by then (`Cancel-After`)' },
   created_at: isoTime,
   started_at: nullable(isoTime),
   finished_at: nullable(isoTime),
@@ -68,12 +81,22 @@ const deploymentSchema = object({
   args: mapOf(argValue),
   source_asset_id: nullable(uuid),
   target_asset_id: uuid,
+  webhook: nullable(url),
+  webhook_events_filter: arrayOf(enumOf(WEBHOOK_EVENTS)),
   created_at: isoTime,
   job: jobSchema,
 });
 
+/** `Cancel-After` on the routes that make a job. */
+const cancelAfterHeader: Record<string, QueryParameter> = {
+  'Cancel-After': {
+    description: 'cancel the job if it has not ended by then, queue time included: `30s`, `5m`, `1h30m`',
+    schema: { type: 'string', maxLength: 64 },
+  },
+};
+
 /** A job as REST shows it (the spec leaves the shape open; see docs/jobs.md). */
-const jobJson = (j: RestJobFragment) => ({
+export const jobJson = (j: RestJobFragment) => ({
   id: j.id,
   deployment_id: j.deploymentId,
   model_id: j.modelId,
@@ -84,6 +107,11 @@ const jobJson = (j: RestJobFragment) => ({
   pending_reason: j.pendingReason,
   exit_code: j.exitCode,
   error: j.error,
+  attempt: j.attempt,
+  max_retries: j.maxRetries,
+  retry_of: j.retryOfId,
+  infrastructure_failure: j.infrastructureFailure,
+  deadline_at: j.deadlineAt,
   created_at: j.createdAt,
   started_at: j.startedAt,
   finished_at: j.finishedAt,
@@ -110,9 +138,38 @@ const deploymentJson = (d: RestDeploymentFragment) => ({
   args: d.args,
   source_asset_id: d.sourceAssetId,
   target_asset_id: d.targetAssetId,
+  webhook: d.webhook,
+  webhook_events_filter: d.webhookEventsFilter.map((e) => e.toLowerCase()),
   created_at: d.createdAt,
   job: jobJson(d.job),
 });
+
+/**
+ * `Prefer: wait` (60 s) or `Prefer: wait=N` (RFC 7240), at most 60 s; undefined when absent,
+ * malformed or 0: a preference the server cannot honour is ignored, as the RFC says.
+ */
+export function preferredWait(req: Request): number | undefined {
+  for (const token of (req.get('prefer') ?? '').split(',')) {
+    const m = /^\s*wait\s*(?:=\s*"?(\d{1,6})"?)?\s*(?:;.*)?$/i.exec(token);
+    if (!m) continue;
+    const seconds = m[1] === undefined ? MAX_WAIT_SECONDS : Math.min(Number(m[1]), MAX_WAIT_SECONDS);
+    return seconds || undefined;
+  }
+  return undefined;
+}
+
+/** `webhook_events_filter` as the GraphQL enum; named in VALIDATION_FAILED as GraphQL names it. */
+function webhookEvents(value: unknown): WebhookEvent[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const events: readonly unknown[] = WEBHOOK_EVENTS;
+  if (!Array.isArray(value) || value.some((e) => !events.includes(e)))
+    throw AppError.validation({ webhookEventsFilter: `must be a list of ${WEBHOOK_EVENTS.join(', ')}` });
+  return value.map((e: string) => e.toUpperCase() as WebhookEvent);
+}
+
+function cancelAfter(req: Request): string | undefined {
+  return req.get('cancel-after')?.trim() || undefined;
+}
 
 function jobFilter(req: Request) {
   const status = queryString(req, 'status') || undefined;
@@ -130,29 +187,73 @@ export const jobRoutes = [
     method: 'post',
     path: '/api/v1/deployments',
     summary: 'Run a model over your media: creates the deployment and its queued job',
-    request: requestBody({ name: string, model_id: uuid, args: mapOf(argValue) }, ['name', 'model_id']),
+    request: requestBody(
+      {
+        name: string,
+        model_id: uuid,
+        args: mapOf(argValue),
+        webhook: {
+          ...url,
+          description: 'told of the job as `webhook_events_filter` says (docs/webhooks.md)',
+        },
+        webhook_events_filter: { ...arrayOf(enumOf(WEBHOOK_EVENTS)), description: 'default `["completed"]`' },
+      },
+      ['name', 'model_id'],
+    ),
+    headers: {
+      Prefer: {
+        description: `\`wait\` or \`wait=N\`: answer once the job has ended or N seconds (at most ${MAX_WAIT_SECONDS}) passed, with the job in \`job\``,
+        schema: string,
+      },
+      ...cancelAfterHeader,
+      ...idempotency.headers,
+    },
     status: 201,
-    response: object({ id: uuid, model_id: uuid, source_asset_id: nullable(uuid), target_asset_id: uuid }),
+    response: object(
+      {
+        id: uuid,
+        model_id: uuid,
+        source_asset_id: nullable(uuid),
+        target_asset_id: uuid,
+        job: { ...jobSchema, description: 'with `Prefer: wait` only' },
+      },
+      ['job'],
+    ),
+    responseHeaders: {
+      'Preference-Applied': { description: '`wait=N` when the answer waited', schema: string },
+      ...idempotency.responseHeaders,
+    },
     document: CreateDeploymentDocument,
     variables: (req) => {
       const b = body(req);
+      const wait = preferredWait(req);
       return {
         input: {
           name: b.name as string,
           modelId: optionalString(b, 'model_id') as string,
           args: (b.args ?? null) as Record<string, unknown> | null,
+          cancelAfter: cancelAfter(req),
+          webhook: optionalString(b, 'webhook'),
+          webhookEventsFilter: webhookEvents(b.webhook_events_filter),
         },
+        wait,
+        withJob: wait !== undefined,
       };
     },
-    respond: ({ createDeployment: d }) => ({
-      status: 201,
-      body: {
-        id: d.id,
-        model_id: d.modelId,
-        source_asset_id: d.sourceAssetId,
-        target_asset_id: d.targetAssetId,
-      },
-    }),
+    respond: ({ createDeployment: d }, req) => {
+      const wait = preferredWait(req);
+      return {
+        status: 201,
+        body: {
+          id: d.id,
+          model_id: d.modelId,
+          source_asset_id: d.sourceAssetId,
+          target_asset_id: d.targetAssetId,
+          ...(d.job ? { job: jobJson(d.job) } : {}),
+        },
+        headers: wait === undefined ? undefined : { 'Preference-Applied': `wait=${wait}`, Vary: 'Prefer' },
+      };
+    },
   }),
   route({
     method: 'get',
@@ -204,5 +305,16 @@ export const jobRoutes = [
     document: CancelJobDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: ({ cancelJob }) => ({ body: jobJson(cancelJob) }),
+  }),
+  route({
+    method: 'post',
+    path: '/api/v1/jobs/:id/retry',
+    summary: 'Run an ended job again: a new job of the same deployment and arguments, linked by `retry_of`',
+    headers: cancelAfterHeader,
+    status: 201,
+    response: jobSchema,
+    document: RetryJobDocument,
+    variables: (req) => ({ id: String(req.params.id), cancelAfter: cancelAfter(req) }),
+    respond: ({ retryJob }) => ({ status: 201, body: jobJson(retryJob) }),
   }),
 ];

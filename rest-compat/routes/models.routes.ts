@@ -147,6 +147,7 @@ const FIELDS = {
   machine_type: 'machineType',
   machine_count: 'machineCount',
   timeout_seconds: 'timeoutSeconds',
+  max_retries: 'maxRetries',
   tags: 'tags',
   black_icon: 'blackIcon',
   white_icon: 'whiteIcon',

@@ -8,7 +8,7 @@ import {
   type RestTeamFragment,
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables } from '../rest.helpers';
-import { route } from '../route';
+import { idempotency, route } from '../route';
 import { arrayOf, enumOf, isoTime, nullable, object, requestBody, string, uuid } from '../schemas';
 
 const apiKeyFields = {
@@ -46,6 +46,7 @@ export const tokenRoutes = [
     summary:
       "Create an API key (with `team_id`: the team's organisation token); its value is shown only here",
     request: requestBody({ name: string, team_id: uuid }, ['name']),
+    ...idempotency,
     status: 201,
     response: object({ ...apiKeyFields, token: uuid }),
     document: CreateApiKeyDocument,

@@ -4,8 +4,8 @@ import { integer, nullable, object, requestBody, string, url, uuid } from '../..
 import { AppError } from '../common/errors';
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../http/http.helpers';
-import type { Services } from '../server/services';
-import { LOGIN_VERSIONS, type LoginTokens } from './login.service';
+import type { Authenticator } from './authenticator';
+import { LOGIN_VERSIONS, type LoginService, type LoginTokens } from './login.service';
 import { LOGIN_ATTEMPT_TTL_MS } from './session.service';
 
 export const SESSION_COOKIE = 'auth_session';
@@ -116,7 +116,10 @@ const bodyField = (req: Request, name: string): unknown =>
  * service (like byte-stream routes), not GraphQL operations. `fetch-metadata` only turns the
  * session cookie into the request's principal; the REST-compat route then answers it from `me`.
  */
-export function loginRoutes(config: Config, { login, authenticator }: Services): Router {
+export function loginRoutes(
+  config: Config,
+  { login, authenticator }: { login: LoginService; authenticator: Authenticator },
+): Router {
   const router = Router();
   const cookie = (path = '/'): CookieOptions => ({
     httpOnly: true,

@@ -19,8 +19,9 @@ export interface Principal {
   /**
    * `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. `session_token`: an
    * access token the web app got from its session, acting as the user or one of the user's teams.
+   * `service`: the service reading on an owner's behalf (`actingAs`), never a request's.
    */
-  credential: 'user_token' | 'api_key' | 'session' | 'session_token';
+  credential: 'user_token' | 'api_key' | 'session' | 'session_token' | 'service';
   apiKeyId: string | null;
   isAdmin: boolean;
 }
@@ -57,4 +58,18 @@ export function requirePrincipal(principal: Principal | null): Principal {
 
 export function requireUserToken(principal: Principal, action: string): void {
   if (principal.team) throw new AppError('FORBIDDEN', `a team token cannot ${action}`);
+}
+
+/**
+ * A principal for reads the service makes on an owner's behalf, outside any request (the job a
+ * webhook message carries is read as its owner reads it). It has no credential and no user details.
+ */
+export function actingAs(owner: Owner): Principal {
+  return {
+    user: { id: owner.type === 'user' ? owner.id : '' } as User,
+    team: owner.type === 'team' ? ({ id: owner.id } as Team) : null,
+    credential: 'service',
+    apiKeyId: null,
+    isAdmin: false,
+  };
 }

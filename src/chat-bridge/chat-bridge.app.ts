@@ -12,7 +12,7 @@ import {
   requestIds,
   requestLogs,
 } from '../http/http.helpers';
-import { cors } from '../server/cors';
+import { cors } from '../http/http.cors';
 import { chatBridgeRoutes } from './chat-bridge.routes';
 import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
 import { ChatBridgeService } from './chat-bridge.service';

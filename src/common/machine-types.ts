@@ -1,3 +1,4 @@
+import type { V1Toleration } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 
 /**
@@ -22,8 +23,15 @@ export interface SlurmMachine {
 export interface MachineType {
   description?: string;
   slurm?: SlurmMachine;
-  /** The Kubernetes executor's part (resources, nodeSelector, tolerations), kept as written. */
-  kubernetes?: Record<string, unknown>;
+  /** The Kubernetes executor's part: the pod's resources, node selector and tolerations. */
+  kubernetes?: KubernetesMachineType;
+}
+
+/** The `kubernetes` part of a machine type in MACHINE_TYPES_FILE. */
+export interface KubernetesMachineType {
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  nodeSelector?: Record<string, string>;
+  tolerations?: V1Toleration[];
 }
 
 export type MachineTypes = ReadonlyMap<string, MachineType>;
@@ -68,8 +76,11 @@ export function parseMachineTypes(text: string): MachineTypes {
     }
     if (value.slurm !== undefined) type.slurm = slurmPart(`${at}.slurm`, value.slurm, problems);
     if (value.kubernetes !== undefined) {
-      if (!isRecord(value.kubernetes)) problems.push(`${at}.kubernetes: expected an object`);
-      else type.kubernetes = value.kubernetes;
+      try {
+        type.kubernetes = parseKubernetesMachineType(value.kubernetes, `${at}.kubernetes`);
+      } catch (err) {
+        problems.push((err as Error).message);
+      }
     }
     types.set(name, type);
   }
@@ -101,6 +112,78 @@ function slurmPart(at: string, value: unknown, problems: string[]): SlurmMachine
     }
   }
   return part;
+}
+
+const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i?|[munkMGTPE])?$/;
+const TOLERATION_KEYS = new Set(['key', 'operator', 'value', 'effect', 'tolerationSeconds']);
+
+/**
+ * Checks a machine type's `kubernetes` part as read from MACHINE_TYPES_FILE and gives it in the
+ * form the manifest uses (quantities as strings). Every problem is reported, prefixed by `where`.
+ */
+export function parseKubernetesMachineType(raw: unknown, where: string): KubernetesMachineType {
+  const problems: string[] = [];
+  const bad = (at: string, what: string) => problems.push(`${where}.${at}: ${what}`);
+  const out: KubernetesMachineType = {};
+  if (!isRecord(raw)) throw new Error(`${where}: expected a mapping`);
+  for (const key of Object.keys(raw))
+    if (!['resources', 'nodeSelector', 'tolerations'].includes(key))
+      bad(key, 'unknown key (resources, nodeSelector, tolerations)');
+  if (raw.resources !== undefined) {
+    if (!isRecord(raw.resources)) bad('resources', 'expected a mapping');
+    else {
+      out.resources = {};
+      for (const [kind, list] of Object.entries(raw.resources)) {
+        if (kind !== 'requests' && kind !== 'limits') {
+          bad(`resources.${kind}`, 'unknown key (requests, limits)');
+          continue;
+        }
+        if (!isRecord(list)) {
+          bad(`resources.${kind}`, 'expected a mapping of resource names to quantities');
+          continue;
+        }
+        const quantities: Record<string, string> = {};
+        for (const [name, value] of Object.entries(list)) {
+          const text = typeof value === 'number' ? String(value) : value;
+          if (typeof text !== 'string' || !QUANTITY.test(text))
+            bad(`resources.${kind}.${name}`, `"${String(value)}" is not a quantity (e.g. 2, 500m, 64Gi)`);
+          else quantities[name] = text;
+        }
+        out.resources[kind] = quantities;
+      }
+    }
+  }
+  if (raw.nodeSelector !== undefined) {
+    if (!isRecord(raw.nodeSelector) || !Object.values(raw.nodeSelector).every((v) => typeof v === 'string'))
+      bad('nodeSelector', 'expected a mapping of label names to string values');
+    else out.nodeSelector = raw.nodeSelector as Record<string, string>;
+  }
+  if (raw.tolerations !== undefined) {
+    if (!Array.isArray(raw.tolerations)) bad('tolerations', 'expected a list');
+    else {
+      out.tolerations = [];
+      raw.tolerations.forEach((t: unknown, i) => {
+        const at = `tolerations[${i}]`;
+        if (!isRecord(t)) return bad(at, 'expected a mapping');
+        const unknown = Object.keys(t).filter((k) => !TOLERATION_KEYS.has(k));
+        if (unknown.length) bad(at, `unknown key(s) ${unknown.join(', ')}`);
+        if (t.operator !== undefined && t.operator !== 'Exists' && t.operator !== 'Equal')
+          bad(`${at}.operator`, 'expected Exists or Equal');
+        if (
+          t.effect !== undefined &&
+          !['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(String(t.effect))
+        )
+          bad(`${at}.effect`, 'expected NoSchedule, PreferNoSchedule or NoExecute');
+        for (const k of ['key', 'value'] as const)
+          if (t[k] !== undefined && typeof t[k] !== 'string') bad(`${at}.${k}`, 'expected a string');
+        if (t.tolerationSeconds !== undefined && !Number.isSafeInteger(t.tolerationSeconds))
+          bad(`${at}.tolerationSeconds`, 'expected an integer');
+        out.tolerations!.push(t as V1Toleration);
+      });
+    }
+  }
+  if (problems.length) throw new Error(problems.join('; '));
+  return out;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

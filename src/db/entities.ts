@@ -7,9 +7,11 @@ import { Team, TeamMember } from '../teams/team.entity';
 import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Deployment } from '../deployments/deployment.entity';
-import { Job, JobTransition, WorkerInstance } from '../jobs/job.entity';
+import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
+import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
+import { IdempotencyKey } from '../idempotency/idempotency.entity';
 import { RateLimitCounter } from '../rate-limits/rate-limit.entity';
 import { PersistedDocument } from '../documents/document.entity';
 
@@ -41,4 +43,10 @@ export const entities = [
   RateLimitCounter,
   PersistedDocument,
   SessionToken,
+  // issue 18: webhooks, stored log lines
+  JobLogBatch,
+  WebhookSecret,
+  WebhookDelivery,
+  WebhookAttempt,
+  IdempotencyKey,
 ];

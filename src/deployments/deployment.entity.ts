@@ -1,6 +1,7 @@
-import { Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
+import { ArrayType, Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import type { OwnerType } from '../auth/principal';
+import type { WebhookEvent } from '../webhooks/webhook.events';
 
 /** A value a deployment gives an argument, as validated against the model's definition. */
 export type ArgValue = string | number | (string | number)[];
@@ -38,6 +39,14 @@ export class Deployment {
   /** The id the job's first output file takes as a media asset. */
   @Property({ type: 'uuid' })
   targetAssetId: Opt<string> = randomUUID();
+
+  /** Where its jobs' events are POSTed (docs/webhooks.md); null: no webhook. */
+  @Property({ type: 'text', nullable: true })
+  webhook: string | null = null;
+
+  /** Which events the webhook hears. */
+  @Property({ type: ArrayType, default: '{}' })
+  webhookEventsFilter: Opt<WebhookEvent[]> = [];
 
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();

@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal';
 import { encodeCursor } from '../common/pagination';
 import { JobService } from '../jobs/job.service';
 import { JobType } from '../jobs/job.types';
+import { MAX_WAIT_SECONDS } from '../jobs/job.wait';
 import { MediaService } from '../media/media.service';
 import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
@@ -20,7 +21,7 @@ export class DeploymentResolver {
 
   constructor(
     private readonly service: DeploymentService,
-    private readonly jobs: JobService,
+    private readonly jobService: JobService,
     private readonly models: ModelService,
     private readonly media: MediaService,
   ) {
@@ -52,19 +53,35 @@ export class DeploymentResolver {
   async createDeployment(
     @CurrentPrincipal() principal: Principal,
     @Arg('input') input: CreateDeploymentInput,
+    @Arg('wait', () => Int, {
+      nullable: true,
+      description: `Seconds (at most ${MAX_WAIT_SECONDS}) to wait for the job to end before answering; its state is then in \`job\`.`,
+    })
+    wait?: number,
   ) {
-    return DeploymentType.from((await this.service.create(principal, input)).deployment);
+    return DeploymentType.from(
+      (await this.service.create(principal, input, { waitSeconds: wait })).deployment,
+    );
   }
 
-  @FieldResolver(() => JobType)
+  @FieldResolver(() => JobType, { description: 'Its latest job (a retry makes a new one).' })
   async job(@Root() deployment: DeploymentType, @Ctx() ctx: RequestContext) {
-    const [job] = await groupedBy(
+    const [latest] = await this.jobsOf(deployment, ctx);
+    return this.jobView(latest);
+  }
+
+  @FieldResolver(() => [JobType], { description: 'All its jobs, newest first.' })
+  async jobs(@Root() deployment: DeploymentType, @Ctx() ctx: RequestContext) {
+    return (await this.jobsOf(deployment, ctx)).map((j) => this.jobView(j));
+  }
+
+  private jobsOf(deployment: DeploymentType, ctx: RequestContext) {
+    return groupedBy(
       ctx.loaders,
       'jobs.byDeployment',
-      (ids) => this.jobs.byDeploymentIds(ids),
+      (ids) => this.jobService.byDeploymentIds(ids),
       (j) => j.deployment.id,
     ).load(deployment.id);
-    return this.jobView(job);
   }
 
   @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })

@@ -11,14 +11,18 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
 import { Job, type JobInput } from '../jobs/job.entity';
+import { DISPATCH_TASK, deadlineTaskSql, jobEventSql, queuedCopySql } from '../jobs/job.queue';
+import { isTerminal } from '../jobs/job.states';
+import { MAX_WAIT_SECONDS, type JobWaiter } from '../jobs/job.wait';
+import { parseDuration } from '../common/duration';
 import type { JobLifecycle } from '../jobs/job.lifecycle';
-import { jobEventSql } from '../jobs/job.service';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import type { Model } from '../models/model.entity';
 import { RUN_COUNT_INCREMENT, type ModelService } from '../models/model.service';
 import { validateName } from '../teams/team.service';
 import { User } from '../users/user.entity';
+import type { WebhookService } from '../webhooks/webhook.service';
 import { checkArgs } from './deployment.args';
 import { Deployment } from './deployment.entity';
 
@@ -26,10 +30,29 @@ export interface CreateDeploymentInput {
   name: string;
   modelId: string;
   args?: unknown;
+  /** `Cancel-After`: a duration (`30s`, `5m`, `1h30m`) after which the job is canceled if unfinished. */
+  cancelAfter?: string | null;
+  /** Where its jobs' events are POSTed, and which (docs/webhooks.md). */
+  webhook?: string | null;
+  webhookEventsFilter?: readonly string[] | null;
 }
 
-/** The graphile-worker task that hands a queued job to an executor. */
-export const DISPATCH_TASK = 'dispatch_job';
+export { DISPATCH_TASK } from '../jobs/job.queue';
+
+/** Bounds of `Cancel-After`. */
+const MIN_CANCEL_AFTER_MS = 1000;
+const MAX_CANCEL_AFTER_MS = 7 * 24 * 3600_000;
+
+/** `Cancel-After` in seconds, or VALIDATION_FAILED; undefined when not given. */
+export function cancelAfterSeconds(text: string | null | undefined): number | null {
+  if (text === undefined || text === null || text === '') return null;
+  const ms = parseDuration(text.trim());
+  if (ms === null || ms < MIN_CANCEL_AFTER_MS || ms > MAX_CANCEL_AFTER_MS)
+    throw AppError.validation({
+      cancelAfter: 'must be a duration such as 30s, 5m or 1h30m, from 1s to 7 days',
+    });
+  return ms / 1000;
+}
 
 export class DeploymentService {
   constructor(
@@ -45,6 +68,8 @@ export class DeploymentService {
     >,
     private readonly models: ModelService,
     private readonly media: MediaService,
+    private readonly waiter: JobWaiter,
+    private readonly webhooks: WebhookService,
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
@@ -66,9 +91,25 @@ export class DeploymentService {
   async create(
     principal: Principal,
     input: CreateDeploymentInput,
+    opts: { waitSeconds?: number | null } = {},
+  ): Promise<{ deployment: Deployment; job: Job }> {
+    const wait = opts.waitSeconds ?? 0;
+    if (!Number.isInteger(wait) || wait < 0 || wait > MAX_WAIT_SECONDS)
+      throw AppError.validation({ wait: `must be an integer from 0 to ${MAX_WAIT_SECONDS} (seconds)` });
+    const created = await this.insert(principal, input);
+    // Synchronous runs: the answer waits (on the event bus, holding no connection) for the end.
+    if (wait) await this.waiter.untilEnded(ownerOf(principal), created.job.id, wait * 1000);
+    return created;
+  }
+
+  private async insert(
+    principal: Principal,
+    input: CreateDeploymentInput,
   ): Promise<{ deployment: Deployment; job: Job }> {
     await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const name = validateName(input.name);
+    const cancelAfter = cancelAfterSeconds(input.cancelAfter);
+    const webhook = await this.webhooks.check(input);
     const model = await this.models.get(principal, input.modelId);
     this.assertMachineType(model);
     await this.assertRunnable(model);
@@ -112,6 +153,8 @@ export class DeploymentService {
       modelId: model.id,
       args: values,
       sourceAssetId: files[0]?.mediaId ?? null,
+      webhook: webhook.webhook,
+      webhookEventsFilter: webhook.events,
     });
     const job = em.create(Job, {
       id: jobId,
@@ -126,24 +169,29 @@ export class DeploymentService {
       machineType: model.machineType,
       machineCount: model.machineCount,
       timeoutSeconds: model.timeoutSeconds,
+      maxRetries: model.maxRetries,
     });
     // The service's hottest write, in one round trip and atomically: the deployment, its queued
     // job and first transition, the model's run count, the dispatch task (so a job is dispatched
-    // if and only if it was created) and the `queued` event (sent on commit).
-    const [created]: { created_at: string }[] = await em.execute(
+    // if and only if it was created), its deadline task and the `queued` event (sent on commit).
+    const [created]: { created_at: string; deadline_at: string | null }[] = await em.execute(
       `with d as (
-         insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id, created_at)
-         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning id),
+         insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
+                                  webhook, webhook_events_filter, created_at)
+         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),
        j as (
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
-                           container, machine_type, machine_count, timeout_seconds, log_tail, created_at, updated_at)
-         select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, '', now(), now() from d
+                           container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
+                           log_tail, created_at, updated_at)
+         select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?,
+                now() + make_interval(secs => ?::double precision), '', now(), now() from d
          returning *),
        t as (insert into job_transitions (job_id, from_status, to_status, at)
              select id, null, 'queued', created_at from j returning id as seq),
        m as (${RUN_COUNT_INCREMENT}),
-       q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5))
-       select j.created_at, pg_notify(?, ${jobEventSql('j', 't.seq', 'null::text')})
+       q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5),
+                    ${deadlineTaskSql('j')} from j)
+       select j.created_at, j.deadline_at, pg_notify(?, ${jobEventSql('j', 't.seq', 'null::text')})
        from j, t, q`,
       [
         deployment.id,
@@ -154,6 +202,8 @@ export class DeploymentService {
         JSON.stringify(values),
         deployment.sourceAssetId,
         deployment.targetAssetId,
+        deployment.webhook,
+        `{${deployment.webhookEventsFilter.join(',')}}`,
         deployment.createdAt,
         jobId,
         model.id,
@@ -166,6 +216,8 @@ export class DeploymentService {
         job.machineType,
         job.machineCount,
         job.timeoutSeconds,
+        job.maxRetries,
+        cancelAfter,
         model.id,
         DISPATCH_TASK,
         jobId,
@@ -174,8 +226,52 @@ export class DeploymentService {
     );
     // Times on the database's clock, like every later transition of the job.
     job.createdAt = job.updatedAt = new Date(created.created_at);
+    job.deadlineAt = created.deadline_at === null ? null : new Date(created.deadline_at);
     this.lifecycle?.created(job, deployment.id);
     return { deployment, job };
+  }
+
+  /**
+   * Runs a job that has ended once more: a new job of the same deployment with the same command
+   * and inputs, linked to the first (`retryOf`), queued at once. The model must still exist and
+   * be runnable here, and the inputs must still be there.
+   */
+  async retry(principal: Principal, jobId: string, opts: { cancelAfter?: string | null } = {}): Promise<Job> {
+    const cancelAfter = cancelAfterSeconds(opts.cancelAfter);
+    // A retry runs a job like a new deployment does, so it spends the same allowance.
+    await this.limit?.take(limitKey(principal, undefined), 'too many jobs started; try again shortly');
+    const em = this.orm.em.fork();
+    const job = assertOwned(
+      isUuid(jobId) ? await em.findOne(Job, { id: jobId.toLowerCase() }) : null,
+      principal,
+      'job',
+    );
+    if (!isTerminal(job.status))
+      throw new AppError('CONFLICT', `the job is ${job.status}; only a job that has ended can be retried`);
+    const [model] = await this.models.byIds([job.modelId]);
+    if (!model) throw new AppError('CONFLICT', 'the model of this job was deleted; it cannot run again');
+    await this.assertRunnable(model);
+    const live = await this.media.ownedLive(
+      principal,
+      job.inputs.map((i) => i.mediaId),
+    );
+    const gone = job.inputs.filter((i) => !live.has(i.mediaId));
+    if (gone.length)
+      throw new AppError(
+        'CONFLICT',
+        `the input media ${gone.map((i) => i.mediaId).join(', ')} no longer exists`,
+      );
+    const rows: Record<string, unknown>[] = await em.execute(
+      `with src as (select j.*, null::uuid as new_id, 1 as new_attempt,
+                           now() + make_interval(secs => ?::double precision) as new_deadline
+                    from jobs j where j.id = ?),
+       ${queuedCopySql('r', 'src')}
+       select r_job.* from r_job, r_go`,
+      [cancelAfter, job.id],
+    );
+    const retry = em.map(Job, rows[0]);
+    this.lifecycle?.created(retry, retry.deployment.id);
+    return retry;
   }
 
   async list(principal: Principal, args: PageArgs): Promise<Page<Deployment>> {

@@ -1,6 +1,7 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Field, ID, InputType, ObjectType } from 'type-graphql';
 import { Connection } from '../graphql/graphql.helpers';
+import { WebhookEventEnum } from '../webhooks/webhook.types';
 import type { ArgValue, Deployment } from './deployment.entity';
 
 @ObjectType('Deployment', { description: 'A model run over media with arguments; it has one job.' })
@@ -23,6 +24,12 @@ export class DeploymentType {
   @Field(() => ID, { description: "The id the job's first output file takes." })
   targetAssetId!: string;
 
+  @Field(() => String, { nullable: true, description: "Where its jobs' events are POSTed." })
+  webhook!: string | null;
+
+  @Field(() => [WebhookEventEnum], { description: 'Which events the webhook hears.' })
+  webhookEventsFilter!: WebhookEventEnum[];
+
   @Field(() => Date)
   createdAt!: Date;
 
@@ -34,6 +41,8 @@ export class DeploymentType {
       args: d.args,
       sourceAssetId: d.sourceAssetId,
       targetAssetId: d.targetAssetId,
+      webhook: d.webhook,
+      webhookEventsFilter: d.webhookEventsFilter as WebhookEventEnum[],
       createdAt: d.createdAt,
     });
   }
@@ -54,4 +63,20 @@ export class CreateDeploymentInput {
     description: 'Argument name -> value (int, float, string, or a media id for a file argument).',
   })
   args?: Record<string, unknown> | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'Cancel the job if it has not ended after this duration, queue time included (30s, 5m, 1h30m).',
+  })
+  cancelAfter?: string | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'An https URL to POST its jobs to as events happen, signed (docs/webhooks.md).',
+  })
+  webhook?: string | null;
+
+  @Field(() => [WebhookEventEnum], { nullable: true, description: 'Default: COMPLETED only.' })
+  webhookEventsFilter?: WebhookEventEnum[] | null;
 }

@@ -3,6 +3,8 @@ import path from 'node:path';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import type { Executor } from './executor.port';
+import { KubernetesClient, loadKubeConfig } from './kubernetes.client';
+import { KubernetesExecutor } from './kubernetes.executor';
 import { LocalExecutor } from './local.executor';
 import { SlurmExecutor } from './slurm.executor';
 
@@ -37,7 +39,7 @@ export function slurmJobScript(): string {
   return script;
 }
 
-/** The executor the configuration names (config refuses `kubernetes` until it exists). */
+/** The executor the configuration names. */
 export function createExecutor(config: Config, log: Logger): Executor {
   if (config.executor === 'slurm')
     return new SlurmExecutor({
@@ -50,6 +52,28 @@ export function createExecutor(config: Config, log: Logger): Executor {
       script: slurmJobScript(),
       log,
     });
+  if (config.executor === 'kubernetes') {
+    const k = config.kubernetes;
+    return new KubernetesExecutor({
+      client: new KubernetesClient({ kubeConfig: loadKubeConfig(k.kubeconfig), namespace: k.namespace, log }),
+      job: {
+        namespace: k.namespace,
+        jobsPvc: k.jobsPvc!,
+        jobsDir: config.jobsDir,
+        ttlSecondsAfterFinished: k.jobTtlSeconds,
+        imagePullSecrets: k.imagePullSecrets,
+        serviceAccount: k.jobServiceAccount,
+        builtinImage: k.builtinImage,
+        programs: builtinPrograms(),
+      },
+      tracker: {
+        imagePullGraceSeconds: k.imagePullGraceSeconds,
+        unschedulableSeconds: k.unschedulableSeconds,
+      },
+      machineTypes: config.machineTypes,
+      log,
+    });
+  }
   const prlimit = findProgram('prlimit', config.localExecutorPath);
   if (!prlimit)
     log.warn(

@@ -1,6 +1,10 @@
+import type { OwnerType } from '../auth/principal';
+
 /** What an executor is asked to run: argv (never a shell line), where, with what, for how long. */
 export interface JobSpec {
   jobId: string;
+  /** Whose job it is (a cluster's job carries it, as a Kubernetes label). */
+  owner: { type: OwnerType; id: string };
   argv: string[];
   /** Extra environment; `OUTPUT_DIR` is always set. */
   env: Record<string, string>;
@@ -31,7 +35,8 @@ export interface JobExit {
   detail?: string;
   /**
    * True when the job failed because of the infrastructure, not the program: the executor lost
-   * it, its node failed, it was preempted, its node did not boot. Such jobs may be retried.
+   * it, its node failed, it was preempted, its node did not boot. Such failures are retried
+   * automatically (the model's `max_retries`).
    */
   infrastructure?: boolean;
 }

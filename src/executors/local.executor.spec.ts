@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createLogger } from '../common/logger';
-import { JOB_ENV, LineSplitter, LocalExecutor, MAX_LINE } from './local.executor';
+import { JOB_ENV } from './job.env';
+import { LineSplitter, LocalExecutor, MAX_LINE } from './local.executor';
 
 function linesOf(chunks: string[]): string[] {
   const lines: string[] = [];

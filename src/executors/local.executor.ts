@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { Logger } from '../common/logger';
 import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from './executor.port';
+import { JOB_ENV, jobEnvironment } from './job.env';
 import type { JobLimits } from './job-limits';
 import type { LauncherMessage, SpawnRequest } from './launcher';
 import { LineSplitter } from './line-splitter';
@@ -24,8 +25,6 @@ export interface LocalExecutorOptions {
   limits?: JobLimits;
 }
 
-/** Environment marker that ties a process (and its children) to its job, across restarts. */
-export const JOB_ENV = 'MEDIA_JOB_ID';
 /** How programs say that no more files could be opened (strerror(EMFILE), Node's code). */
 const OPEN_FILES_LIMIT = /\bEMFILE\b|too many open files/i;
 
@@ -100,15 +99,7 @@ export class LocalExecutor implements Executor {
       command,
       args: [...prefix, ...args],
       cwd: spec.workDir,
-      env: {
-        PATH: this.opts.path,
-        HOME: spec.workDir,
-        TMPDIR: spec.workDir,
-        LANG: 'C.UTF-8',
-        ...spec.env,
-        OUTPUT_DIR: spec.outputDir,
-        [JOB_ENV]: spec.jobId,
-      },
+      env: jobEnvironment(spec, this.opts.path),
       limits: this.opts.limits,
     };
     try {

@@ -8,7 +8,7 @@ import type { Logger } from '../common/logger';
 import type { MachineTypes } from '../common/machine-types';
 import type { Executor, JobObserver, JobSpec, LogStream } from './executor.port';
 import { LineSplitter } from './line-splitter';
-import { JOB_ENV } from './local.executor';
+import { jobEnvironment } from './job.env';
 import {
   exitOf,
   JOB_FILES_DIR,
@@ -177,13 +177,8 @@ export class SlurmExecutor implements Executor {
     mkdirSync(path.join(spec.workDir, JOB_FILES_DIR), { recursive: true });
     const out = await this.commands
       .run(() =>
-        this.command('sbatch', args, {
-          // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
-          PATH: this.opts.path,
-          LANG: 'C.UTF-8',
-          ...spec.env,
-          [JOB_ENV]: spec.jobId,
-        }),
+        // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
+        this.command('sbatch', args, jobEnvironment(spec, this.opts.path)),
       )
       .catch((err: Error) => {
         throw new Error(

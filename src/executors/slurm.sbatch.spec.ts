@@ -13,6 +13,7 @@ import {
 
 const spec: JobSpec = {
   jobId: '6f1c0a52-8a3b-4f7e-9d55-0c1e2f3a4b5c',
+  owner: { type: 'user', id: '0d2f6c1e-3b4a-4c5d-8e9f-a0b1c2d3e4f5' },
   argv: ['upscale', '--in', 'inputs/a.png', '; rm -rf /'],
   env: {},
   container: 'nvcr.io/acme/upscale:2',
@@ -42,7 +43,7 @@ const types = new Map<string, MachineType>([
     {
       description: 'one NVIDIA A100',
       slurm: { partition: 'gpu', gres: 'gpu:a100:1', cpus: 8, memory: '64G', account: 'ml', qos: 'normal' },
-      kubernetes: { resources: { limits: { 'nvidia.com/gpu': 1 } } },
+      kubernetes: { resources: { limits: { 'nvidia.com/gpu': '1' } } },
     },
   ],
   ['small', { slurm: { cpus: 1 } }],

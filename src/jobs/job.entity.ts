@@ -25,6 +25,10 @@ export interface JobInput {
 @Index({ properties: ['ownerType', 'ownerId', 'status'] })
 @Index({ properties: ['modelId'] })
 @Index({ properties: ['deployment'] })
+@Index({
+  name: 'jobs_retry_of_index',
+  expression: `create index "jobs_retry_of_index" on "jobs" ("retry_of") where "retry_of" is not null`,
+})
 // Billing (src/billing/billing.sql.ts): jobs shorter than a day by start, longer and running ones apart.
 @Index({
   name: 'jobs_billing_started_index',
@@ -105,6 +109,26 @@ export class Job {
   @Property({ type: 'integer' })
   timeoutSeconds!: number;
 
+  /** Copied from the model: automatic retries after infrastructure failures. */
+  @Property({ type: 'integer', default: 0 })
+  maxRetries: Opt<number> = 0;
+
+  /** 1, plus the automatic retries before this job (a manual retry starts again at 1). */
+  @Property({ type: 'integer', default: 1 })
+  attempt: Opt<number> = 1;
+
+  /** The job this one retries, manually or automatically. */
+  @Property({ type: 'uuid', nullable: true })
+  retryOf: string | null = null;
+
+  /** Set when it failed because of the infrastructure, not the program (`JobExit.infrastructure`). */
+  @Property({ type: 'boolean', default: false })
+  infrastructureFailure: Opt<boolean> = false;
+
+  /** `Cancel-After`: canceled when it has not ended by then, queue time included. */
+  @Property({ type: 'datetime', nullable: true })
+  deadlineAt: Date | null = null;
+
   @Property({ type: 'integer', nullable: true })
   exitCode: number | null = null;
 
@@ -176,4 +200,29 @@ export class WorkerInstance {
 
   @Property({ type: 'datetime' })
   seenAt: Opt<Date> = new Date();
+}
+
+/**
+ * A batch of log lines as it was published, kept for replay (server-sent events resume after an
+ * id). Its id comes from the transitions' sequence, so a job's transitions and lines share one
+ * order. At most STORED_LOG_BYTES of a job's output are kept; `total_bytes` counts them.
+ */
+@Entity({ tableName: 'job_log_batches' })
+@Index({ properties: ['job', 'id'] })
+export class JobLogBatch {
+  @PrimaryKey({ type: 'bigint', autoincrement: false })
+  id!: string;
+
+  @ManyToOne(() => Job, { deleteRule: 'cascade' })
+  job!: Job;
+
+  /** `[{stream, line}]`, as published. */
+  @Property({ type: 'json' })
+  lines!: { stream: 'stdout' | 'stderr'; line: string }[];
+
+  @Property({ type: 'integer' })
+  totalBytes!: number;
+
+  @Property({ type: 'datetime' })
+  at: Opt<Date> = new Date();
 }

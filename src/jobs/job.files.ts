@@ -46,6 +46,10 @@ export async function storeOutputs(
       `the program wrote more than ${MAX_OUTPUT_FILES} files; at most ${MAX_OUTPUT_FILES} are kept`,
     );
   const deployment = (await deployments.byIds([job.deployment.id]))[0];
+  // The deployment's target_asset_id names the first output its jobs kept; a retry of a job
+  // that kept one gets ids of its own.
+  const targetId =
+    deployment && !(await media.idTaken(deployment.targetAssetId)) ? deployment.targetAssetId : undefined;
   const stored: JobOutput['files'] = [];
   for (const name of files) {
     const handle = await open(path.join(outputDir, name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(
@@ -64,7 +68,7 @@ export async function storeOutputs(
           stream: handle.createReadStream(),
           filename: name,
           jobId: job.id,
-          id: stored.length === 0 ? deployment?.targetAssetId : undefined,
+          id: stored.length === 0 ? targetId : undefined,
         },
       );
       stored.push({

@@ -54,6 +54,15 @@ export function failureOf(exit: JobExit, timeoutSeconds: number): string | null 
 }
 
 /**
+ * The infrastructure failed the job, not its program: the executor says so (node failure,
+ * preemption), lost it, or stopped it because the worker shut down (a job canceled by its owner
+ * is `canceled` already and never recorded as failed).
+ */
+export function infrastructureFailure(exit: JobExit): boolean {
+  return exit.infrastructure === true || exit.reason === 'lost' || exit.reason === 'canceled';
+}
+
+/**
  * One job on the executor, followed by this worker from its submission (or its adoption, when
  * the job is taken over from a worker that is gone) to its end: the executor's reports become
  * transitions, log lines and, at the end, outputs. Reports are handled one after the other, and
@@ -256,7 +265,7 @@ export class JobFollow implements JobObserver {
       });
       if (moved) return;
       await this.ctx.media.discardJobOutputs(this.job.id);
-    } else if (await this.fail(error, exit.exitCode, exit.infrastructure)) {
+    } else if (await this.fail(error, exit.exitCode, this.error === null && infrastructureFailure(exit))) {
       return;
     }
     // It ended elsewhere (canceled): keep what it printed; nothing is left to follow.
@@ -266,13 +275,15 @@ export class JobFollow implements JobObserver {
 
   /**
    * Records the failure. `infrastructure`: the executor, not the program, failed the job (lost,
-   * node failure, preemption); logged here, and the basis of automatic retries.
+   * node failure, preemption, worker shutdown); recorded on the job, and the basis of automatic
+   * retries (the model's `max_retries`).
    */
   private async fail(error: string, exitCode: number | null, infrastructure = false): Promise<Job | null> {
     const moved = await this.ctx.jobs.transition(this.job.id, 'failed', {
       exitCode,
       error,
       logTail: this.log.tail(),
+      infrastructure,
     });
     if (moved && infrastructure)
       this.ctx.log.warn(
@@ -324,6 +335,7 @@ export class JobFollow implements JobObserver {
     const { job } = this;
     return {
       jobId: job.id,
+      owner: { type: job.ownerType, id: job.ownerId },
       argv: job.argv,
       env: {},
       container: job.container,

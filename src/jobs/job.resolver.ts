@@ -93,6 +93,22 @@ export class JobResolver {
     return this.view(await this.service.cancel(principal, id));
   }
 
+  @Mutation(() => JobType, {
+    description:
+      'Runs a job that has ended once more: a new job of the same deployment with the same command, linked by retryOfId.',
+  })
+  async retryJob(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('id', () => ID) id: string,
+    @Arg('cancelAfter', () => String, {
+      nullable: true,
+      description: 'Cancel the new job if it has not ended after this duration (30s, 5m, 1h30m).',
+    })
+    cancelAfter?: string,
+  ) {
+    return this.view(await this.deployments.retry(principal, id, { cancelAfter }));
+  }
+
   @Subscription(() => JobType, {
     description:
       "One job: its state now, then each transition; it completes when the job has ended. Another owner's job is NOT_FOUND.",

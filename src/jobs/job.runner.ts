@@ -108,7 +108,7 @@ export class JobRunner {
       deployments,
       executor,
       log,
-      publish: (job, lines) => this.publishLines(job, lines),
+      publish: (job, lines) => jobs.publishLines(job, lines),
       notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
       untilAvailable: (step) => this.untilAvailable(step),
     };
@@ -296,11 +296,6 @@ export class JobRunner {
     await this.jobs.notePending(notes);
   }
 
-  private async publishLines(job: Job, lines: LogLine[]): Promise<void> {
-    const event: JobLogEvent = { jobId: job.id, ownerType: job.ownerType, ownerId: job.ownerId, lines };
-    await this.orm.em.fork().execute('select pg_notify(?, ?)', [CHANNELS.jobLogs, JSON.stringify(event)]);
-  }
-
   /**
    * Jobs left by a worker that is gone (no heartbeat for 30 s on the database's clock, or an
    * earlier process on this host that no longer exists), and jobs of this worker it no longer
@@ -388,12 +383,13 @@ export class JobRunner {
       await this.jobs.releaseWorker(row.id, row.worker_id!);
       return;
     }
+    // Its worker died, not its program: an infrastructure failure (retried per max_retries).
     const moved = await this.jobs.transition(row.id, 'failed', {
+      infrastructure: true,
       error:
         `the worker running this job stopped (crash or restart) before it finished` +
         (stopped ? '; its leftover processes were stopped' : ''),
     });
-    // Its worker died, not its program: an infrastructure failure.
     if (moved)
       this.log.warn(
         { jobId: row.id, worker: row.worker_id, infrastructure: true },

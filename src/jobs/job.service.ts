@@ -8,6 +8,10 @@ import { Deployment } from '../deployments/deployment.entity';
 import { Model } from '../models/model.entity';
 import { CHANNELS } from '../events/event-bus';
 import { Job, JobTransition, type JobOutput } from './job.entity';
+import { jobEventSql, queuedCopySql } from './job.queue';
+import { LOG_TAIL_BYTES, type LogLine } from './job.log';
+import { enqueueDeliveriesSql, enqueueLogsSql } from '../webhooks/webhook.sql';
+import type { WebhookEvent } from '../webhooks/webhook.events';
 import type { JobLifecycle } from './job.lifecycle';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 
@@ -28,6 +32,12 @@ export interface TransitionFields {
   logTail?: string;
   /** With `succeeded`: the job's stored outputs become live in the same statement. */
   publishOutputs?: boolean;
+  /**
+   * With `failed`: the infrastructure failed, not the program. Recorded on the job; while the job
+   * has automatic retries left (`attempt <= max_retries`) and its deadline has not passed, the
+   * same statement queues its next attempt.
+   */
+  infrastructure?: boolean;
 }
 
 /** The payload of a job event on CHANNELS.jobs. */
@@ -50,27 +60,15 @@ export interface JobEvent {
  */
 export type JobSnapshot = Partial<Record<keyof Job | 'deploymentId', unknown>>;
 
-/**
- * The JSON text of a job event for the row `j` (after its change), its transition's id `seq` and
- * previous state `from`. Subscribers answer from it without reading the job when the fields they
- * asked for are in it; so that NOTIFY's 8000-byte limit holds, the columns of unbounded size are
- * put in only below a size (the log tail never): at most about 6.7 KB in all.
- */
-export function jobEventSql(j: string, seq: string, from: string): string {
-  const ifSmall = (key: string, column: string, bytes: number) =>
-    `case when coalesce(octet_length(${column}::text), 0) <= ${bytes} then jsonb_build_object('${key}', ${column}) else '{}' end`;
-  return `json_build_object('jobId', ${j}.id, 'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id,
-    'status', ${j}.status, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
-    jsonb_build_object('id', ${j}.id, 'deploymentId', ${j}.deployment_id, 'modelId', ${j}.model_id,
-      'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${j}.status,
-      'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
-      'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,
-      'exitCode', ${j}.exit_code, 'queueSeconds', ${j}.queue_seconds, 'runSeconds', ${j}.run_seconds,
-      'createdAt', ${j}.created_at, 'startedAt', ${j}.started_at, 'finishedAt', ${j}.finished_at,
-      'updatedAt', ${j}.updated_at)
-    || ${ifSmall('container', `${j}.container`, 256)} || ${ifSmall('error', `${j}.error`, 1024)}
-    || ${ifSmall('argv', `${j}.argv`, 1280)} || ${ifSmall('output', `${j}.output`, 3072)}
-    || ${ifSmall('nodes', `${j}.nodes`, 256)})::text`;
+/** How much of a job's output is kept for replay (`job_log_batches`); the last 64 KiB are in its log tail. */
+export const STORED_LOG_BYTES = 8 * 1024 * 1024;
+
+/** The webhook events a transition causes (`logs` come from published lines). */
+function webhookEventsOf(to: JobStatus, f: TransitionFields): WebhookEvent[] {
+  if (to === 'running') return ['start'];
+  if (!isTerminal(to)) return [];
+  const output = to === 'succeeded' && (f.output?.files.length || (f.output?.result ?? null) !== null);
+  return output ? ['output', 'completed'] : ['completed'];
 }
 
 /** Columns a transition into each state sets, besides status and updated_at. */
@@ -95,12 +93,14 @@ function setsFor(to: JobStatus, f: TransitionFields): { sql: string; params: unk
           (to === 'canceled' ? '' : ', worker_id = null') +
           ', pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null' +
           ' else extract(epoch from now() - j.started_at) end,' +
-          ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail)',
+          ' exit_code = ?, error = ?, output = ?::jsonb, log_tail = coalesce(?, j.log_tail),' +
+          ' infrastructure_failure = ?',
         params: [
           f.exitCode ?? null,
           f.error ?? null,
           f.output ? JSON.stringify(f.output) : null,
           f.logTail ?? null,
+          f.infrastructure ?? false,
         ],
       };
     case 'queued':
@@ -175,8 +175,28 @@ export class JobService {
     return isUuid(id) ? this.orm.em.fork().findOne(Job, { id: id.toLowerCase() }) : null;
   }
 
+  /** The jobs of deployments, newest first (a deployment has more than one once retried). */
   async byDeploymentIds(ids: readonly string[]): Promise<Job[]> {
-    return this.orm.em.fork().find(Job, { deployment: { $in: [...ids] } });
+    return this.orm.em
+      .fork()
+      .find(Job, { deployment: { $in: [...ids] } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  }
+
+  /** The automatic retry queued when this job failed, if any. */
+  async automaticRetryOf(jobId: string): Promise<string | null> {
+    const [row] = await this.orm.em
+      .fork()
+      .execute('select id from jobs where retry_of = ? and attempt > 1 limit 1', [jobId]);
+    return (row?.id as string | undefined) ?? null;
+  }
+
+  /** The deadline task (`Cancel-After`): a job that has not ended is canceled, saying why. */
+  async cancelAtDeadline(jobId: string): Promise<void> {
+    const job = await this.byId(jobId);
+    if (!job?.deadlineAt || isTerminal(job.status)) return;
+    await this.transition(job.id, 'canceled', {
+      error: `canceled: it had not ended by its deadline (Cancel-After), ${job.deadlineAt.toISOString()}`,
+    });
   }
 
   async transitionsOf(jobIds: readonly string[]): Promise<JobTransition[]> {
@@ -209,6 +229,19 @@ export class JobService {
       ? `, outputs as (update media_assets set status = 'live', created_at = now()
                        where job_id in (select id from upd) and status = 'uploading')`
       : '';
+    // Read in the final select (after the event), so that PostgreSQL runs them.
+    const extras: string[] = [];
+    const events = webhookEventsOf(to, fields);
+    const webhooks = events.length ? `, ${enqueueDeliveriesSql('wh', 'upd', '?::text[]')}` : '';
+    if (webhooks) extras.push('(select count(*) from wh_go) as messages');
+    let retry = '';
+    if (to === 'failed' && fields.infrastructure) {
+      retry = `, src as (select upd.*, null::uuid as new_id, upd.attempt + 1 as new_attempt, upd.deadline_at as new_deadline
+                        from upd where upd.attempt <= upd.max_retries
+                        and (upd.deadline_at is null or upd.deadline_at > now())),
+               ${queuedCopySql('retry', 'src')}`;
+      extras.push('(select count(*) from retry_go) as retried', '(select id from retry_job) as retry_id');
+    }
     const rows: Record<string, unknown>[] = await em.execute(
       `with prev as (select id, status from jobs where id = ? for update),
        upd as (
@@ -217,14 +250,33 @@ export class JobService {
          returning j.*, prev.status as from_status
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
-               select id, from_status, status, updated_at from upd returning id as seq)${publish}
-       select upd.*, pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')}) from upd, ins`,
-      [jobId, to, ...sets.params, `{${FROM[to].join(',')}}`, CHANNELS.jobs],
+               select id, from_status, status, updated_at from upd returning id as seq)${publish}${retry}${webhooks}
+       select upd.*, pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')})
+              ${extras.map((e) => `, ${e}`).join('')}
+       from upd, ins`,
+      [
+        jobId,
+        to,
+        ...sets.params,
+        `{${FROM[to].join(',')}}`,
+        ...(webhooks ? [`{${events.join(',')}}`] : []),
+        CHANNELS.jobs,
+      ],
     );
     if (rows.length !== 1) return null;
-    const { from_status: from, pg_notify: _notify, seq: _seq, ...row } = rows[0];
+    const {
+      from_status: from,
+      pg_notify: _notify,
+      seq: _seq,
+      retried: _retried,
+      retry_id: retryId,
+      messages: _messages,
+      ...row
+    } = rows[0];
     const job = em.map(Job, row);
     this.lifecycle?.transitioned(job, from as JobStatus | null);
+    // The automatic retry is a copy of this job under another id (see queuedCopySql).
+    if (retryId) this.lifecycle?.created({ ...job, id: retryId as string } as Job, job.deployment.id);
     return job;
   }
 
@@ -280,6 +332,28 @@ export class JobService {
   }
 
   /**
+   * Publishes a batch of a running job's lines (CHANNELS.jobLogs), in one statement: the batch is
+   * kept for replay while the job's kept output is under STORED_LOG_BYTES, takes its id from the
+   * transitions' sequence (`seq`), and a `logs` webhook message is scheduled when one is wanted.
+   */
+  async publishLines(job: Pick<Job, 'id' | 'ownerType' | 'ownerId'>, lines: LogLine[]): Promise<void> {
+    const json = JSON.stringify(lines);
+    const bytes = Buffer.byteLength(json);
+    const event = JSON.stringify({ jobId: job.id, ownerType: job.ownerType, ownerId: job.ownerId, lines });
+    await this.orm.em.fork().execute(
+      `with s as (select nextval('job_transitions_id_seq') as seq,
+                         coalesce((select total_bytes from job_log_batches where job_id = ? order by id desc limit 1), 0) as kept),
+       b as (insert into job_log_batches (id, job_id, lines, total_bytes, at)
+             select s.seq, ?, ?::jsonb, s.kept + ?, now() from s where s.kept + ? <= ? returning id),
+       w as (${enqueueLogsSql('?')})
+       select pg_notify(?, (?::jsonb || jsonb_build_object('seq', s.seq))::text),
+              (select count(*) from w), (select count(*) from b)
+       from s`,
+      [job.id, job.id, json, bytes, bytes, STORED_LOG_BYTES, job.id, CHANNELS.jobLogs, event],
+    );
+  }
+
+  /**
    * A detached executor has the job (still `starting`, perhaps waiting for resources): its handle
    * is recorded at once, so that a worker taking the job over follows it instead of submitting it.
    */
@@ -304,6 +378,33 @@ export class JobService {
        from jsonb_to_recordset(?::jsonb) as n(id uuid, reason text) where j.id = n.id and j.status = 'starting'`,
       [JSON.stringify([...reasons].map(([id, reason]) => ({ id, reason })))],
     );
+  }
+
+  /**
+   * The last LOG_TAIL_BYTES of what a job printed, from its published lines, when all of them were
+   * kept (null otherwise): current to the last batch, where the stored tail is saved every 5 s.
+   */
+  async recentLogTail(jobId: string): Promise<string | null> {
+    // The batches holding the last LOG_TAIL_BYTES (`total_bytes`: kept so far, that batch included).
+    const rows: { line: string; kept: number }[] = await this.orm.em.fork().execute(
+      `with last as (select max(total_bytes) as kept from job_log_batches where job_id = ?)
+       select x.l->>'line' as line, last.kept
+       from last, job_log_batches b, jsonb_array_elements(b.lines) with ordinality as x(l, n)
+       where b.job_id = ? and b.total_bytes > last.kept - ?
+       order by b.id desc, x.n desc`,
+      [jobId, jobId, LOG_TAIL_BYTES + 8000],
+    );
+    if (!rows.length) return '';
+    // Batches are kept up to STORED_LOG_BYTES: past it, the latest lines are not among them.
+    if (rows[0].kept + 8000 > STORED_LOG_BYTES) return null;
+    const lines: string[] = [];
+    let bytes = 0;
+    for (const { line } of rows) {
+      bytes += Buffer.byteLength(line) + 1;
+      if (bytes > LOG_TAIL_BYTES && lines.length) break;
+      lines.unshift(line);
+    }
+    return lines.join('\n');
   }
 
   /**

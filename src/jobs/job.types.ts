@@ -103,6 +103,26 @@ export class JobType {
   @Field(() => Int)
   timeoutSeconds!: number;
 
+  @Field(() => Int, { description: 'Automatic retries after infrastructure failures (from the model).' })
+  maxRetries!: number;
+
+  @Field(() => Int, {
+    description: '1, plus the automatic retries before this job; a manual retry starts at 1.',
+  })
+  attempt!: number;
+
+  @Field(() => ID, { nullable: true, description: 'The job this one retries (manually or automatically).' })
+  retryOfId!: string | null;
+
+  @Field(() => Boolean, {
+    description:
+      'It failed because of the infrastructure (worker lost, node failure, preemption), not the program.',
+  })
+  infrastructureFailure!: boolean;
+
+  @Field(() => Date, { nullable: true, description: 'Cancel-After: canceled if it has not ended by then.' })
+  deadlineAt!: Date | null;
+
   @Field(() => Int, { nullable: true })
   exitCode!: number | null;
 
@@ -153,6 +173,11 @@ export class JobType {
         machineType: job.machineType,
         machineCount: job.machineCount,
         timeoutSeconds: job.timeoutSeconds,
+        maxRetries: job.maxRetries,
+        attempt: job.attempt,
+        retryOfId: job.retryOf,
+        infrastructureFailure: job.infrastructureFailure,
+        deadlineAt: job.deadlineAt,
         exitCode: job.exitCode,
         error: job.error,
         logTail: job.logTail,

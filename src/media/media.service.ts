@@ -230,6 +230,11 @@ export class MediaService {
     return ids.length ? this.orm.em.fork().find(MediaAsset, { id: { $in: [...ids] }, status: 'live' }) : [];
   }
 
+  /** Whether an asset row of this id exists, in any state (an id is never used twice). */
+  async idTaken(id: string): Promise<boolean> {
+    return (await this.orm.em.fork().count(MediaAsset, { id })) > 0;
+  }
+
   /** The live outputs of jobs, oldest first. */
   async byJobIds(jobIds: readonly string[]): Promise<MediaAsset[]> {
     return this.orm.em

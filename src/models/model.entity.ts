@@ -75,6 +75,10 @@ export class Model {
   @Property({ type: 'integer', default: 3600 })
   timeoutSeconds: Opt<number> = 3600;
 
+  /** Automatic retries of a job that failed because of the infrastructure (never of a program's own failure). */
+  @Property({ type: 'integer', default: 0 })
+  maxRetries: Opt<number> = 0;
+
   /** Deployments of this model; creating one increments it (`RUN_COUNT_INCREMENT`). */
   @Property({ type: 'integer', default: 0 })
   runCount: Opt<number> = 0;

@@ -63,6 +63,12 @@ export class ModelType {
   @Field(() => Int, { description: 'Per-job time limit.' })
   timeoutSeconds!: number;
 
+  @Field(() => Int, {
+    description:
+      'Automatic retries of a job that failed because of the infrastructure (worker lost, node failure, preemption).',
+  })
+  maxRetries!: number;
+
   @Field(() => [ModelArgumentType])
   args!: ModelArgument[];
 
@@ -111,6 +117,7 @@ export class ModelType {
       machineType: m.machineType,
       machineCount: m.machineCount,
       timeoutSeconds: m.timeoutSeconds,
+      maxRetries: m.maxRetries,
       args: m.args,
       tags: m.tags,
       blackIcon: m.blackIcon,
@@ -180,6 +187,9 @@ abstract class ModelDefinitionFields {
 
   @Field(() => Int, { nullable: true, description: 'Seconds, 1 to 86400. Default 3600.' })
   timeoutSeconds?: number | null;
+
+  @Field(() => Int, { nullable: true, description: '0 to 10. Default 0.' })
+  maxRetries?: number | null;
 
   @Field(() => [String], { nullable: true })
   tags?: string[] | null;

@@ -30,6 +30,7 @@ describe('checkDefinition', () => {
       machineType: 'cpu',
       machineCount: 1,
       timeoutSeconds: 3600,
+      maxRetries: 0,
       tags: [],
       blackIcon: null,
       whiteIcon: null,

@@ -21,6 +21,7 @@ export type ModelDefinition = Pick<
   | 'colorIcon'
   | 'exampleOutputs'
   | 'timeoutSeconds'
+  | 'maxRetries'
 >;
 
 export interface ModelArgumentInput {
@@ -61,6 +62,7 @@ export const LIMITS = {
   argExample: 1000,
   machineCount: 64,
   timeoutSeconds: 86_400,
+  maxRetries: 10,
 } as const;
 
 const DEFAULTS: Omit<ModelDefinition, 'name' | 'container' | 'args'> = {
@@ -75,6 +77,7 @@ const DEFAULTS: Omit<ModelDefinition, 'name' | 'container' | 'args'> = {
   colorIcon: null,
   exampleOutputs: [],
   timeoutSeconds: 3600,
+  maxRetries: 0,
 };
 
 const ARGUMENT_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
@@ -249,6 +252,8 @@ export function checkDefinition(
   if (given('timeoutSeconds'))
     out.timeoutSeconds =
       c.int('timeoutSeconds', input.timeoutSeconds ?? DEFAULTS.timeoutSeconds, 1, LIMITS.timeoutSeconds) ?? 1;
+  if (given('maxRetries'))
+    out.maxRetries = c.int('maxRetries', input.maxRetries ?? DEFAULTS.maxRetries, 0, LIMITS.maxRetries) ?? 0;
   if (given('tags')) out.tags = c.tags('tags', input.tags) ?? [];
   for (const icon of ['blackIcon', 'whiteIcon', 'colorIcon'] as const) {
     const v = input[icon];

@@ -18,13 +18,16 @@ import {
   validate,
   type ExecutionArgs,
   type GraphQLFormattedError,
+  type GraphQLSchema,
 } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { createRestRouter } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.route';
+import { jobEventRoutes } from '../../rest-compat/job-events.route';
 import { graphqlUploadExpress } from 'graphql-upload-minimal';
 import { mediaFileRoutes } from '../media/media.http';
+import { idempotentRequests } from '../idempotency/idempotency.http';
 import { restRoutes } from '../../rest-compat/routes';
 import type { Credentials } from '../auth/authenticator';
 import { loginRoutes } from '../auth/login.routes';
@@ -41,7 +44,7 @@ import {
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from '../graphql/graphql.context';
-import { cors } from './cors';
+import { cors } from '../http/http.cors';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { compiledGateway } from '../graphql/graphql.executor';
@@ -57,7 +60,7 @@ import {
   requestLogs,
   sendError,
 } from '../http/http.helpers';
-import { inputProblems } from './graphql.inputs';
+import { inputProblems } from '../graphql/graphql.inputs';
 import type { Metrics } from '../metrics/metrics';
 import { graphqlMetrics, httpMetrics, subscriptionGauge } from '../metrics/metrics.http';
 import { RequestLimits } from '../rate-limits/request-limits';
@@ -78,6 +81,8 @@ export interface AppDeps {
 
 export interface App {
   server: http.Server;
+  /** The GraphQL schema the app serves, built with this process's services. */
+  schema: GraphQLSchema;
   listen(port?: number, host?: string): Promise<number>;
   /** Stops accepting, lets in-flight requests finish (bounded), closes websockets. */
   close(): Promise<void>;
@@ -250,6 +255,8 @@ export async function createApp({
   app.use(['/graphql', '/api', '/uploads'], limits.requestMiddleware());
   const uploadLimit = limits.uploadMiddleware();
   app.post('/uploads/upload', uploadLimit);
+  // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
+  app.use(idempotentRequests(services.idempotency, ['/api/v1/deployments', '/api/v1/tokens', '/graphql']));
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -304,8 +311,10 @@ export async function createApp({
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
   app.use(loginRoutes(config, services));
+  // Before the table: `/api/v1/jobs/events` is not a job id.
+  app.use(jobEventRoutes(services.jobs, services.history, services.bus));
   app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
-  app.use(uploadRoutes(services.media, { maxUploadBytes: config.maxUploadBytes }));
+  app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 
   app.use(noRoute());
   app.use(errorResponses(config.maxBodyBytes, log));
@@ -385,6 +394,7 @@ export async function createApp({
   let closing: Promise<void> | undefined;
   return {
     server,
+    schema,
     listen: (port = config.port, host = config.host) => listen(server, port, host),
     close: () =>
       (closing ??= (async () => {

@@ -21,6 +21,8 @@ import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
+import { TaskRunner } from '../tasks/task.runner';
+import { workerTasks } from './worker-tasks';
 
 export interface Runtime {
   config: Config;
@@ -56,6 +58,7 @@ export async function startRuntime(
   let orm: MikroORM | undefined;
   let bus: EventBus | undefined;
   let runner: JobRunner | undefined;
+  let tasks: TaskRunner | undefined;
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
@@ -140,11 +143,17 @@ export async function startRuntime(
         },
       );
       await runner.start();
+      tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {
+        databaseUrl,
+        concurrency: config.webhookConcurrency,
+      });
+      await tasks.start();
     }
     const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
     const openBus = bus;
     const openRunner = runner;
+    const openTasks = tasks;
     return {
       config,
       orm,
@@ -157,6 +166,7 @@ export async function startRuntime(
       stop: async () => {
         clearInterval(sweeper);
         await Promise.all([app.close(), bridge?.close(), metricsEndpoint.close()]);
+        await openTasks?.stop();
         await openRunner?.stop();
         await services.telephony.close();
         await openBus.stop();
@@ -165,6 +175,7 @@ export async function startRuntime(
       },
     };
   } catch (err) {
+    await tasks?.stop().catch(() => undefined);
     await runner?.stop().catch(() => undefined);
     await bus?.stop();
     await orm?.close(true).catch(() => undefined);
@@ -203,11 +214,13 @@ const SWEEP_INTERVAL_MS = 15 * 60_000;
 
 /** Finishes uploads and deletes that a crashed process left behind: at start, then periodically. */
 function startSweeper(services: Services, log: Logger): NodeJS.Timeout {
-  const sweep = () =>
-    services.media
+  const sweep = () => {
+    void services.media
       .sweep()
       .then((n) => n && log.info({ removed: n }, 'swept abandoned media'))
       .catch((err) => log.warn({ err }, 'media sweep failed'));
+    void services.idempotency.sweep().catch((err) => log.warn({ err }, 'idempotency key sweep failed'));
+  };
   void sweep();
   return setInterval(sweep, SWEEP_INTERVAL_MS).unref();
 }

@@ -4,6 +4,7 @@ import type { ApiDoc } from '../../rest-compat/route';
 import { restRoutes } from '../../rest-compat/routes';
 import { enumOf, object, string } from '../../rest-compat/schemas';
 import { uploadDoc } from '../../rest-compat/upload.route';
+import { jobEventDocs } from '../../rest-compat/job-events.route';
 import { loginDocs } from '../auth/login.routes';
 import { chatBridgeDocs } from '../chat-bridge/chat-bridge.routes';
 import type { Config } from '../config';
@@ -49,6 +50,7 @@ export const documentedPaths: ApiDoc[] = [
   mediaFileDoc,
   cdrDoc,
   ...chatBridgeDocs,
+  ...jobEventDocs,
 ];
 
 /** `GET /api/openapi.json`: the document, built once. */

@@ -9,6 +9,7 @@ import { MediaResolver } from '../media/media.resolver';
 import { DeploymentResolver } from '../deployments/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
+import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { AppError } from '../common/errors';
 import type { Services } from './services';
 
@@ -24,6 +25,7 @@ function resolverInstances(s: Services) {
     new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
     new BillingResolver(s.billing),
+    new WebhookResolver(s.webhooks),
   ];
 }
 
@@ -37,6 +39,7 @@ const resolverClasses = [
   DeploymentResolver,
   JobResolver,
   BillingResolver,
+  WebhookResolver,
 ] as const;
 
 /**

@@ -13,6 +13,8 @@ import type { EventBus } from '../events/event-bus';
 import { JobLive } from '../jobs/job.live';
 import { JobLifecycle } from '../jobs/job.lifecycle';
 import { JobService } from '../jobs/job.service';
+import { JobWaiter } from '../jobs/job.wait';
+import { JobHistory } from '../jobs/job.history';
 import type { Metrics } from '../metrics/metrics';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
@@ -22,6 +24,8 @@ import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
+import { WebhookService } from '../webhooks/webhook.service';
+import { IdempotencyService } from '../idempotency/idempotency.service';
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
@@ -75,11 +79,17 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     callLinkLimit(orm, config),
   );
   const jobs = new JobService(orm, lifecycle);
+  const webhooks = new WebhookService(orm, {
+    allowHttp: config.webhookAllowHttp,
+    allowPrivate: config.webhookAllowPrivate,
+  });
   const deployments = new DeploymentService(
     orm,
     config,
     models,
     media,
+    new JobWaiter(bus, jobs),
+    webhooks,
     config.rateLimitDeploymentsPerMinute > 0
       ? new RateLimit(orm, {
           name: 'deployments',
@@ -91,6 +101,8 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   );
   const live = new JobLive(bus, jobs, log);
   const billing = new BillingService(orm, config.prices);
+  const idempotency = new IdempotencyService(orm);
+  const history = new JobHistory(orm);
   return {
     users,
     teams,
@@ -104,6 +116,10 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     deployments,
     live,
     billing,
+    webhooks,
+    idempotency,
+    history,
+    bus,
   };
 }
 

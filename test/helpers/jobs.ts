@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestApp } from './app';
 
@@ -78,6 +79,34 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A model running the fixture program (`test/fixtures/job-program.js`) in `mode`, over REST. */
+export async function programModel(
+  t: TestApp,
+  owner: string,
+  mode: string,
+  more: Record<string, unknown> = {},
+): Promise<string> {
+  const res = await t
+    .http()
+    .post('/api/v1/models')
+    .set('authorization', owner)
+    .send({
+      name: `program ${mode}`,
+      container: 'local',
+      command: `node "${PROGRAM}" ${mode} {args}`,
+      args: {},
+      ...more,
+    });
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.id;
+}
+
+/** The pid of the launcher that started a running local job's process. */
+export function launcherOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
 /** A job as REST shows it, as far as the tests of spawned services read it. */

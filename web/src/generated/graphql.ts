@@ -12,8 +12,14 @@ export type CreateApiKeyInput = {
 export type CreateDeploymentInput = {
   /** Argument name -> value (int, float, string, or a media id for a file argument). */
   args?: Record<string, unknown> | null | undefined;
+  /** Cancel the job if it has not ended after this duration, queue time included (30s, 5m, 1h30m). */
+  cancelAfter?: string | null | undefined;
   modelId: string | number;
   name: string;
+  /** An https URL to POST its jobs to as events happen, signed (docs/webhooks.md). */
+  webhook?: string | null | undefined;
+  /** Default: COMPLETED only. */
+  webhookEventsFilter?: Array<WebhookEvent> | null | undefined;
 };
 
 /** QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELED; never back. */
@@ -52,6 +58,13 @@ export type ModelFilterInput = {
 export type TeamRole =
   | 'MEMBER'
   | 'OWNER';
+
+/** START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended. */
+export type WebhookEvent =
+  | 'COMPLETED'
+  | 'LOGS'
+  | 'OUTPUT'
+  | 'START';
 
 export type ViewerQueryVariables = Exact<{ [key: string]: never; }>;
 

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../common/errors';
-import { sendError } from '../http/http.helpers';
+import { sendError } from './http.helpers';
 
 /** What browsers may read of an answer besides the basics. */
 const EXPOSED = [
@@ -13,6 +13,9 @@ const EXPOSED = [
   'X-Request-Id',
   'Content-Range',
   'ETag',
+  // issue 18: Idempotency-Key and Prefer: wait
+  'Idempotent-Replayed',
+  'Preference-Applied',
 ].join(', ');
 
 /**
@@ -31,6 +34,11 @@ export function cors(origins: readonly string[], credentialHeaders: string[]): R
       'content-type',
       'apollo-require-preflight',
       'x-request-id',
+      // issue 18: repeated requests, synchronous runs, deadlines, resumed event streams
+      'idempotency-key',
+      'prefer',
+      'cancel-after',
+      'last-event-id',
     ]),
   ].join(', ');
   return (req, res, next) => {

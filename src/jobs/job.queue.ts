@@ -1,0 +1,65 @@
+import { CHANNELS } from '../events/event-bus';
+
+/** The graphile-worker task that hands a queued job to an executor. */
+export const DISPATCH_TASK = 'dispatch_job';
+/** The graphile-worker task that cancels a job still unfinished at its deadline (`Cancel-After`). */
+export const DEADLINE_TASK = 'job_deadline';
+
+/** What fixes what a job runs: copied as they are into a retry. */
+const COPIED =
+  'deployment_id, model_id, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
+  'machine_count, timeout_seconds, max_retries';
+
+/**
+ * SQL enqueueing a job's deadline task, for a job row `j` (nothing when it has no deadline).
+ * Composed into the statements that create jobs, so a job has its deadline if and only if it exists.
+ */
+export const deadlineTaskSql = (j: string) =>
+  `case when ${j}.deadline_at is not null then (select 1 from graphile_worker.add_job('${DEADLINE_TASK}',
+     json_build_object('jobId', ${j}.id::text), run_at => ${j}.deadline_at, max_attempts => 25)) end`;
+
+/**
+ * CTEs that queue a copy of each job row of `source` (which adds `new_id`, null for a random one,
+ * `new_attempt` and `new_deadline`), linked to it by `retry_of`: the job, its first transition,
+ * its dispatch task, its deadline task and its `queued` event, all in the caller's statement.
+ * Named `<p>_job` (the new rows), `<p>_tr` and `<p>_go`; the caller must read `<p>_go`, or
+ * PostgreSQL never runs it.
+ */
+export function queuedCopySql(p: string, source: string): string {
+  return `${p}_job as (
+      insert into jobs (id, ${COPIED}, status, attempt, retry_of, deadline_at, log_tail, created_at, updated_at)
+      select coalesce(new_id, gen_random_uuid()), ${COPIED}, 'queued', new_attempt, id, new_deadline, '', now(), now()
+      from ${source}
+      returning *),
+    ${p}_tr as (
+      insert into job_transitions (job_id, from_status, to_status, at)
+      select id, null, 'queued', created_at from ${p}_job returning id as seq, job_id),
+    ${p}_go as (
+      select graphile_worker.add_job('${DISPATCH_TASK}', json_build_object('jobId', j.id::text), max_attempts => 5),
+        ${deadlineTaskSql('j')},
+        pg_notify('${CHANNELS.jobs}', ${jobEventSql('j', 't.seq', 'null::text')})
+      from ${p}_job j join ${p}_tr t on t.job_id = j.id)`;
+}
+
+/**
+ * The JSON text of a job event for the row `j` (after its change), its transition's id `seq` and
+ * previous state `from`. Subscribers answer from it without reading the job when the fields they
+ * asked for are in it; so that NOTIFY's 8000-byte limit holds, the columns of unbounded size are
+ * put in only below a size (the log tail never): at most about 6.7 KB in all.
+ */
+export function jobEventSql(j: string, seq: string, from: string): string {
+  const ifSmall = (key: string, column: string, bytes: number) =>
+    `case when coalesce(octet_length(${column}::text), 0) <= ${bytes} then jsonb_build_object('${key}', ${column}) else '{}' end`;
+  return `json_build_object('jobId', ${j}.id, 'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id,
+    'status', ${j}.status, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
+    jsonb_build_object('id', ${j}.id, 'deploymentId', ${j}.deployment_id, 'modelId', ${j}.model_id,
+      'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${j}.status,
+      'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
+      'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,
+      'exitCode', ${j}.exit_code, 'queueSeconds', ${j}.queue_seconds, 'runSeconds', ${j}.run_seconds,
+      'createdAt', ${j}.created_at, 'startedAt', ${j}.started_at, 'finishedAt', ${j}.finished_at,
+      'updatedAt', ${j}.updated_at)
+    || ${ifSmall('container', `${j}.container`, 256)} || ${ifSmall('error', `${j}.error`, 1024)}
+    || ${ifSmall('argv', `${j}.argv`, 1280)} || ${ifSmall('output', `${j}.output`, 3072)}
+    || ${ifSmall('nodes', `${j}.nodes`, 256)})::text`;
+}
