@@ -6,10 +6,17 @@ import WebSocket from 'ws';
 import { Deployment } from '../src/deployments/deployment.entity';
 import { Model } from '../src/models/model.entity';
 import { startTestApp, type TestApp } from './helpers/app';
-import { alive, BUILTIN, deploy, jobOf, waitForJob } from './helpers/jobs';
+import {
+  alive,
+  BUILTIN,
+  deploy,
+  jobOf,
+  PROGRAM,
+  programModel as sharedProgramModel,
+  waitForJob,
+} from './helpers/jobs';
 import { pngBytes, until, uploadFile } from './helpers/media';
 
-const PROGRAM = path.join(__dirname, 'fixtures', 'job-program.js');
 let t: TestApp;
 /** SQL statements of an app, while a test records them. */
 let recording: string[] | undefined;
@@ -28,26 +35,12 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** A model running the fixture program in `mode`, owned by `owner` (the operator by default). */
-async function programModel(
+const programModel = (
   mode: string,
   args: Record<string, unknown> = {},
   more: Record<string, unknown> = {},
   owner = operator,
-): Promise<string> {
-  const res = await t
-    .http()
-    .post('/api/v1/models')
-    .set('authorization', owner)
-    .send({
-      name: `program ${mode}`,
-      container: 'local',
-      command: `node "${PROGRAM}" ${mode} {args}`,
-      args,
-      ...more,
-    });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.id;
-}
+): Promise<string> => sharedProgramModel(t, owner, mode, { args, ...more });
 
 function connect(auth: string): Client {
   return createClient({
