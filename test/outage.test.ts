@@ -116,7 +116,8 @@ async function expectUnavailable(): Promise<void> {
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
   }
   // GraphQL over HTTP: the rate limiter, which needs the database to count, answers before the
-  // GraphQL layer, in the error body that answers 401 and 429 there too.
+  // GraphQL layer, in the error body that answers 401 and 429 there too, with the code also in a
+  // GraphQL request error's extensions.
   for (const gql of [
     await t.gql('{ media { nodes { id } } }', {}, auth),
     // Needs nothing of the database but the count (anonymous: by address): the same 503, not a
@@ -124,6 +125,10 @@ async function expectUnavailable(): Promise<void> {
     await t.gql('{ __typename }'),
   ]) {
     expect({ status: gql.status, code: gql.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
+    expect(gql.body.errors[0].extensions).toMatchObject({
+      code: 'UNAVAILABLE',
+      retryAfterSeconds: expect.any(Number),
+    });
     expect(gql.headers['retry-after']).toMatch(/^\d+$/);
   }
   for (const ready of [await t.http().get('/readyz'), await request(metricsUrl).get('/readyz')]) {

@@ -3,8 +3,10 @@
  * loads it). Two layers:
  *
  * - the kernel's per-process limits, set by `prlimit` (util-linux) before the program starts:
- *   RLIMIT_DATA (memory a process may allocate), RLIMIT_NOFILE (open files), RLIMIT_NPROC (the
- *   user's processes; not enforced for root);
+ *   RLIMIT_NOFILE (open files), RLIMIT_NPROC (the user's processes; not enforced for root). Not
+ *   RLIMIT_DATA: it counts address space V8 reserves but never touches (WebAssembly's guard
+ *   regions; on Node 24 tesseract's OCR died of SIGTRAP under a 2 GB one), so memory is held by
+ *   the watch, on what is resident;
  * - a watch over the job's whole process tree (every 100 ms): its resident memory together and its
  *   number of processes. Past a limit the job's process group is killed, and the exit says which
  *   limit it was. It also notes the largest allocation it saw, so that a program that failed on
@@ -36,7 +38,6 @@ const WATCH_MS = 100;
 /** The argv that runs `command` under the kernel's per-process limits. */
 export function limitedArgv(command: string, args: string[], limits: JobLimits): [string, string[]] {
   const options = [
-    limits.memoryBytes ? `--data=${limits.memoryBytes}` : null,
     limits.openFiles ? `--nofile=${limits.openFiles}` : null,
     limits.processes ? `--nproc=${limits.processes}` : null,
   ].filter((o): o is string => o !== null);

@@ -3,7 +3,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import pinoHttp from 'pino-http';
-import { AppError, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
+import { AppError, graphqlErrorExtensions, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
 import { redactUrl, type Logger } from '../common/logger';
 import type { Principal } from '../auth/principal';
 import { RateLimited, rateLimitHeaders } from '../rate-limits/rate-limiter';
@@ -25,11 +25,21 @@ export function sendJson(req: Request, res: Response, status: number, body: unkn
 export function sendError(req: Request, res: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   if (error instanceof RateLimited) res.set(rateLimitHeaders(error.state));
+  const requestId = res.locals.requestId as string | undefined;
+  const body = restErrorBody(error, requestId);
+  // Refused before GraphQL ran (authentication, rate limits, an unavailable database): GraphQL
+  // clients find the code where they look for it too, in a request error's extensions.
+  const graphql = req.originalUrl.split('?')[0] === '/graphql';
   sendJson(
     req,
     res,
     httpStatusOf(error.code),
-    restErrorBody(error, res.locals.requestId as string | undefined),
+    graphql
+      ? {
+          ...body,
+          errors: [{ message: error.message, extensions: graphqlErrorExtensions(error, requestId) }],
+        }
+      : body,
   );
 }
 
