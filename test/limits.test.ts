@@ -1,10 +1,8 @@
-import path from 'node:path';
 import { startTestApp, type TestApp } from './helpers/app';
-import { deploy, waitForJob } from './helpers/jobs';
+import { deploy, programModel, waitForJob } from './helpers/jobs';
 
 jest.setTimeout(120_000);
 
-const PROGRAM = path.join(__dirname, 'fixtures', 'job-program.js');
 let t: TestApp;
 let alice: string;
 
@@ -21,13 +19,7 @@ afterAll(() => t.close());
 
 /** Runs the fixture program in `mode` as a job and answers how it ended. */
 async function run(mode: string) {
-  const res = await t
-    .http()
-    .post('/api/v1/models')
-    .set('authorization', alice)
-    .send({ name: mode, container: 'local', command: `node "${PROGRAM}" ${mode} {args}`, args: {} });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  const { jobId } = await deploy(t, alice, res.body.id, {});
+  const { jobId } = await deploy(t, alice, await programModel(t, alice, mode), {});
   return waitForJob(t, alice, jobId);
 }
 
