@@ -3,8 +3,6 @@ import path from 'node:path';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import type { Executor } from './executor.port';
-import { KubernetesClient, loadKubeConfig } from './kubernetes.client';
-import { KubernetesExecutor } from './kubernetes.executor';
 import { LocalExecutor } from './local.executor';
 import { SlurmExecutor } from './slurm.executor';
 
@@ -53,6 +51,13 @@ export function createExecutor(config: Config, log: Logger): Executor {
       log,
     });
   if (config.executor === 'kubernetes') {
+    // Loaded only when chosen: @kubernetes/client-node alone holds about 25 MiB of heap, which
+    // every other process (API, local or Slurm workers) would carry for nothing.
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { KubernetesClient, loadKubeConfig } =
+      require('./kubernetes.client') as typeof import('./kubernetes.client');
+    const { KubernetesExecutor } = require('./kubernetes.executor') as typeof import('./kubernetes.executor');
+    /* eslint-enable @typescript-eslint/no-require-imports */
     const k = config.kubernetes;
     return new KubernetesExecutor({
       client: new KubernetesClient({ kubeConfig: loadKubeConfig(k.kubeconfig), namespace: k.namespace, log }),
