@@ -53,6 +53,18 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/**
+ * The Node flags `npm start` gives the service (its heap limit: docs/performance.md, "Memory"),
+ * read from the package.json beside the build, so that the service is measured as it is started.
+ */
+export function startFlags(root = distRoot): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(root, '..', 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const flags = /\bnode\s+(.*?)\s*dist\/src\/main\.js/.exec(pkg.scripts.start)?.[1] ?? '';
+  return flags.split(/\s+/).filter(Boolean);
+}
+
 /** Runs a compiled script of the project as a child process and waits until its port answers. */
 export async function startChild(
   script: string,
@@ -63,7 +75,8 @@ export async function startChild(
 ): Promise<Child> {
   // BENCH_NODE_ARGS (e.g. `--cpu-prof`) profiles the servers under test.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, path.join(root, script)], {
+  const startArgs = script === 'src/main.js' ? startFlags(root) : [];
+  const child = spawn(process.execPath, [...startArgs, ...nodeArgs, path.join(root, script)], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
