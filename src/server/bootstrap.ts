@@ -1,7 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DevAccountService } from '../auth/dev-account.service';
-import { createDevProvider } from '../auth/dev-issuer.provider';
-import { devIssuerRoutes } from '../auth/dev-issuer.routes';
 import { devIssuerUrl, loadDevSigningKey } from '../auth/dev-issuer';
 import { discoveryVerifier, localVerifier, type TokenVerifier } from '../auth/token-verifier';
 import { createBridge, type Bridge } from '../chat-bridge/chat-bridge.app';
@@ -112,6 +110,14 @@ export async function startRuntime(
       const key = await loadDevSigningKey(config.dataDir);
       verifier = localVerifier({ issuer, audience: config.oidcAudience }, { keys: [key.publicJwk] });
       const accounts = new DevAccountService(orm);
+      // Loaded only without OIDC_ISSUER: oidc-provider and its Koa stack are about 6 MiB of heap
+      // and 20 MiB resident that a process behind a real issuer would carry for nothing.
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { createDevProvider } =
+        require('../auth/dev-issuer.provider') as typeof import('../auth/dev-issuer.provider');
+      const { devIssuerRoutes } =
+        require('../auth/dev-issuer.routes') as typeof import('../auth/dev-issuer.routes');
+      /* eslint-enable @typescript-eslint/no-require-imports */
       const provider = createDevProvider({ config, key, orm, accounts });
       publicRoutes.push({
         path: new URL(issuer).pathname,
