@@ -86,8 +86,7 @@ function withGraphQLErrors(result: ExecutionResult): ExecutionResult {
  * compiled operations. Apollo keeps everything else (HTTP, parsing and validation with its
  * document cache, APQ, plugins, error formatting).
  */
-export function compiledGateway(schema: GraphQLSchema) {
-  const operations = new CompiledOperations(schema);
+export function compiledGateway(schema: GraphQLSchema, operations = new CompiledOperations(schema)) {
   return {
     onSchemaLoadOrUpdate(callback: (s: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
       callback({ apiSchema: schema, coreSupergraphSdl: '' });
