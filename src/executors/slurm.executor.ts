@@ -45,6 +45,8 @@ export interface SlurmExecutorOptions {
 const SQUEUE_BATCH = 10_000;
 /** Polls a job may be missing from squeue before the worker looks elsewhere (its files, sacct). */
 const MISSING_POLLS = 2;
+/** How soon after a submission the job is first looked at. */
+const FIRST_LOOK_MS = 50;
 const COMMAND_TIMEOUT_MS = 60_000;
 
 /** One of the job's output files, read from where the last read stopped. */
@@ -148,6 +150,10 @@ export class SlurmExecutor implements Executor {
   private readonly fileTimer: NodeJS.Timeout;
   private polling: Promise<void> | null = null;
   private pollAgain = false;
+  /** A submission waits for its first look: the next poll comes FIRST_LOOK_MS after this one. */
+  private lookAgain = false;
+  /** When the scheduled poll is due (ms since the epoch); Infinity when none is. */
+  private pollDueAt = Infinity;
   private reading = false;
   private closed = false;
   private accounting: Promise<boolean> | null = null;
@@ -191,6 +197,7 @@ export class SlurmExecutor implements Executor {
     const externalId = out.trim().split(';')[0];
     if (!/^\d+$/.test(externalId)) throw new Error(`sbatch answered "${out.trim()}", not a job id`);
     this.jobs.set(externalId, this.tracker(spec, externalId, observer));
+    this.lookSoon();
     return externalId;
   }
 
@@ -268,14 +275,17 @@ export class SlurmExecutor implements Executor {
   private schedulePoll(ms: number): void {
     if (this.closed) return;
     if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollDueAt = Date.now() + ms;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
+      this.pollDueAt = Infinity;
       this.polling = this.poll()
         .catch((err) => this.opts.log.warn({ err }, 'following Slurm jobs failed'))
         .finally(() => {
           this.polling = null;
-          this.schedulePoll(this.pollAgain ? 0 : this.opts.pollSeconds * 1000);
-          this.pollAgain = false;
+          const next = this.pollAgain ? 0 : this.lookAgain ? FIRST_LOOK_MS : this.opts.pollSeconds * 1000;
+          this.pollAgain = this.lookAgain = false;
+          this.schedulePoll(next);
         });
     }, ms);
     this.pollTimer.unref();
@@ -285,6 +295,16 @@ export class SlurmExecutor implements Executor {
   private pollSoon(): void {
     if (this.polling) this.pollAgain = true;
     else this.schedulePoll(200);
+  }
+
+  /**
+   * A job was just submitted: Slurm usually starts a job on free nodes at once, so it is looked
+   * at soon rather than at the next round (SLURM_POLL_SECONDS). A poll due sooner is not
+   * postponed, and the jobs of a burst of submissions share one look.
+   */
+  private lookSoon(): void {
+    if (this.polling) this.lookAgain = true;
+    else if (this.pollDueAt > Date.now() + FIRST_LOOK_MS) this.schedulePoll(FIRST_LOOK_MS);
   }
 
   /** One squeue per poll (per SQUEUE_BATCH jobs) for every job this worker follows. */
