@@ -109,6 +109,8 @@ interface Tracked {
   missing: number;
   timer: NodeJS.Timeout | null;
   files: Record<LogStream, FileTail>;
+  /** When this worker submitted it (Date.now()); null for a job taken over. */
+  submittedAt: number | null;
 }
 
 /** Runs `task`s, at most `limit` at once. */
@@ -150,7 +152,7 @@ export class SlurmExecutor implements Executor {
   private readonly fileTimer: NodeJS.Timeout;
   private polling: Promise<void> | null = null;
   private pollAgain = false;
-  /** A submission waits for its first look: the next poll comes FIRST_LOOK_MS after this one. */
+  /** A submission waits for its first look: the next poll comes soon after this one. */
   private lookAgain = false;
   /** When the scheduled poll is due (ms since the epoch); Infinity when none is. */
   private pollDueAt = Infinity;
@@ -196,7 +198,7 @@ export class SlurmExecutor implements Executor {
       });
     const externalId = out.trim().split(';')[0];
     if (!/^\d+$/.test(externalId)) throw new Error(`sbatch answered "${out.trim()}", not a job id`);
-    this.jobs.set(externalId, this.tracker(spec, externalId, observer));
+    this.jobs.set(externalId, { ...this.tracker(spec, externalId, observer), submittedAt: Date.now() });
     this.lookSoon();
     return externalId;
   }
@@ -258,6 +260,7 @@ export class SlurmExecutor implements Executor {
       missing: 0,
       timer: null,
       files: { stdout: file('stdout'), stderr: file('stderr') },
+      submittedAt: null,
     };
   }
 
@@ -283,7 +286,7 @@ export class SlurmExecutor implements Executor {
         .catch((err) => this.opts.log.warn({ err }, 'following Slurm jobs failed'))
         .finally(() => {
           this.polling = null;
-          const next = this.pollAgain ? 0 : this.lookAgain ? FIRST_LOOK_MS : this.opts.pollSeconds * 1000;
+          const next = this.pollAgain ? 0 : this.lookAgain ? FIRST_LOOK_MS : this.nextLookMs();
           this.pollAgain = this.lookAgain = false;
           this.schedulePoll(next);
         });
@@ -305,6 +308,20 @@ export class SlurmExecutor implements Executor {
   private lookSoon(): void {
     if (this.polling) this.lookAgain = true;
     else if (this.pollDueAt > Date.now() + FIRST_LOOK_MS) this.schedulePoll(FIRST_LOOK_MS);
+  }
+
+  /**
+   * The regular round, or sooner while a job this worker just submitted is still pending: looked
+   * at again after as long as it has waited (50, 100, 200 ms...), so that it is seen running at
+   * most about twice as late as it started, and the controller is asked a few more times only.
+   */
+  private nextLookMs(): number {
+    const round = this.opts.pollSeconds * 1000;
+    let youngest = Infinity;
+    for (const t of this.jobs.values())
+      if (t.phase === 'pending' && t.submittedAt !== null)
+        youngest = Math.min(youngest, Date.now() - t.submittedAt);
+    return youngest < round ? Math.min(round, Math.max(FIRST_LOOK_MS, youngest)) : round;
   }
 
   /** One squeue per poll (per SQUEUE_BATCH jobs) for every job this worker follows. */
