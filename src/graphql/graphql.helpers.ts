@@ -100,6 +100,11 @@ function fieldsNamed(
  * are not looked at: at worst a column is read for nothing.
  */
 export function selectedFieldsAt(info: GraphQLResolveInfo, ...paths: string[]): Set<string> | null {
+  // The same document asks the same every time: remembered by its field node (while it lives).
+  const key = paths.join(' ');
+  let known = selectedAt.get(info.fieldNodes[0]);
+  if (!known) selectedAt.set(info.fieldNodes[0], (known = new Map()));
+  if (known.has(key)) return known.get(key)!;
   let found: Set<string> | null = null;
   for (const path of paths) {
     let nodes: readonly FieldNode[] = info.fieldNodes;
@@ -109,8 +114,10 @@ export function selectedFieldsAt(info: GraphQLResolveInfo, ...paths: string[]): 
     found ??= new Set();
     for (const f of nodes.flatMap((n) => fieldsOf(n.selectionSet, info.fragments))) found.add(f.name.value);
   }
+  known.set(key, found);
   return found;
 }
+const selectedAt = new WeakMap<FieldNode, Map<string, Set<string> | null>>();
 
 /**
  * The names of the fields selected directly below the field being resolved, through fragments
