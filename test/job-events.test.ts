@@ -131,18 +131,23 @@ describe('GET /api/v1/jobs/{id}/events', () => {
 
 describe('GET /api/v1/jobs/events', () => {
   it("streams every job of the principal live, never another's, and replays after Last-Event-ID", async () => {
-    let opened!: () => void;
-    const open = new Promise<void>((r) => (opened = r));
+    // A stream answers its headers once it listens: from then on, nothing is missed.
+    const opening = () => {
+      let opened!: () => void;
+      return { open: new Promise<void>((r) => (opened = r)), opened };
+    };
+    const bobOpening = opening();
     const bobs = read('/api/v1/jobs/events', bob, {
+      opened: bobOpening.opened,
       stop: (e) => e.some((x) => x.data.status === 'succeeded'),
     });
     const wanted: { id?: string } = {};
+    const aliceOpening = opening();
     const live = read('/api/v1/jobs/events', alice, {
-      opened,
+      opened: aliceOpening.opened,
       stop: (e) => e.some((x) => x.data.job_id === wanted.id && x.data.status === 'succeeded'),
     });
-    await open;
-    await new Promise((r) => setTimeout(r, 200)); // the streams are listening
+    await Promise.all([bobOpening.open, aliceOpening.open]);
     const first = await deploy(t, alice, lines, {});
     await waitForJob(t, alice, first.jobId);
     const second = await deploy(t, alice, lines, {});

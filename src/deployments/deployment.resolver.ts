@@ -52,6 +52,7 @@ export class DeploymentResolver {
   })
   async createDeployment(
     @CurrentPrincipal() principal: Principal,
+    @Ctx() ctx: RequestContext,
     @Arg('input') input: CreateDeploymentInput,
     @Arg('wait', () => Int, {
       nullable: true,
@@ -59,9 +60,10 @@ export class DeploymentResolver {
     })
     wait?: number,
   ) {
-    return DeploymentType.from(
-      (await this.service.create(principal, input, { waitSeconds: wait })).deployment,
-    );
+    const { deployment, job } = await this.service.create(principal, input, { waitSeconds: wait });
+    // Its job is the one just written, unless the answer waited for its end: not read again.
+    if (!wait) this.jobsLoader(ctx).prime(deployment.id, [job]);
+    return DeploymentType.from(deployment);
   }
 
   @FieldResolver(() => JobType, { description: 'Its latest job (a retry makes a new one).' })
@@ -76,12 +78,16 @@ export class DeploymentResolver {
   }
 
   private jobsOf(deployment: DeploymentType, ctx: RequestContext) {
+    return this.jobsLoader(ctx).load(deployment.id);
+  }
+
+  private jobsLoader(ctx: RequestContext) {
     return groupedBy(
       ctx.loaders,
       'jobs.byDeployment',
       (ids) => this.jobService.byDeploymentIds(ids),
       (j) => j.deployment.id,
-    ).load(deployment.id);
+    );
   }
 
   @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })

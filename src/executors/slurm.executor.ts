@@ -45,6 +45,8 @@ export interface SlurmExecutorOptions {
 const SQUEUE_BATCH = 10_000;
 /** Polls a job may be missing from squeue before the worker looks elsewhere (its files, sacct). */
 const MISSING_POLLS = 2;
+/** How soon after a submission the job is first looked at. */
+const FIRST_LOOK_MS = 50;
 const COMMAND_TIMEOUT_MS = 60_000;
 
 /** One of the job's output files, read from where the last read stopped. */
@@ -107,6 +109,8 @@ interface Tracked {
   missing: number;
   timer: NodeJS.Timeout | null;
   files: Record<LogStream, FileTail>;
+  /** When this worker submitted it (Date.now()); null for a job taken over. */
+  submittedAt: number | null;
 }
 
 /** Runs `task`s, at most `limit` at once. */
@@ -148,6 +152,10 @@ export class SlurmExecutor implements Executor {
   private readonly fileTimer: NodeJS.Timeout;
   private polling: Promise<void> | null = null;
   private pollAgain = false;
+  /** A submission waits for its first look: the next poll comes soon after this one. */
+  private lookAgain = false;
+  /** When the scheduled poll is due (ms since the epoch); Infinity when none is. */
+  private pollDueAt = Infinity;
   private reading = false;
   private closed = false;
   private accounting: Promise<boolean> | null = null;
@@ -190,7 +198,8 @@ export class SlurmExecutor implements Executor {
       });
     const externalId = out.trim().split(';')[0];
     if (!/^\d+$/.test(externalId)) throw new Error(`sbatch answered "${out.trim()}", not a job id`);
-    this.jobs.set(externalId, this.tracker(spec, externalId, observer));
+    this.jobs.set(externalId, { ...this.tracker(spec, externalId, observer), submittedAt: Date.now() });
+    this.lookSoon();
     return externalId;
   }
 
@@ -251,6 +260,7 @@ export class SlurmExecutor implements Executor {
       missing: 0,
       timer: null,
       files: { stdout: file('stdout'), stderr: file('stderr') },
+      submittedAt: null,
     };
   }
 
@@ -268,14 +278,17 @@ export class SlurmExecutor implements Executor {
   private schedulePoll(ms: number): void {
     if (this.closed) return;
     if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollDueAt = Date.now() + ms;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
+      this.pollDueAt = Infinity;
       this.polling = this.poll()
         .catch((err) => this.opts.log.warn({ err }, 'following Slurm jobs failed'))
         .finally(() => {
           this.polling = null;
-          this.schedulePoll(this.pollAgain ? 0 : this.opts.pollSeconds * 1000);
-          this.pollAgain = false;
+          const next = this.pollAgain ? 0 : this.lookAgain ? FIRST_LOOK_MS : this.nextLookMs();
+          this.pollAgain = this.lookAgain = false;
+          this.schedulePoll(next);
         });
     }, ms);
     this.pollTimer.unref();
@@ -285,6 +298,30 @@ export class SlurmExecutor implements Executor {
   private pollSoon(): void {
     if (this.polling) this.pollAgain = true;
     else this.schedulePoll(200);
+  }
+
+  /**
+   * A job was just submitted: Slurm usually starts a job on free nodes at once, so it is looked
+   * at soon rather than at the next round (SLURM_POLL_SECONDS). A poll due sooner is not
+   * postponed, and the jobs of a burst of submissions share one look.
+   */
+  private lookSoon(): void {
+    if (this.polling) this.lookAgain = true;
+    else if (this.pollDueAt > Date.now() + FIRST_LOOK_MS) this.schedulePoll(FIRST_LOOK_MS);
+  }
+
+  /**
+   * The regular round, or sooner while a job this worker just submitted is still pending: looked
+   * at again after as long as it has waited (50, 100, 200 ms...), so that it is seen running at
+   * most about twice as late as it started, and the controller is asked a few more times only.
+   */
+  private nextLookMs(): number {
+    const round = this.opts.pollSeconds * 1000;
+    let youngest = Infinity;
+    for (const t of this.jobs.values())
+      if (t.phase === 'pending' && t.submittedAt !== null)
+        youngest = Math.min(youngest, Date.now() - t.submittedAt);
+    return youngest < round ? Math.min(round, Math.max(FIRST_LOOK_MS, youngest)) : round;
   }
 
   /** One squeue per poll (per SQUEUE_BATCH jobs) for every job this worker follows. */

@@ -45,6 +45,7 @@ export async function storeOutputs(
     throw new Error(
       `the program wrote more than ${MAX_OUTPUT_FILES} files; at most ${MAX_OUTPUT_FILES} are kept`,
     );
+  if (!files.length) return [];
   const deployment = (await deployments.byIds([job.deployment.id]))[0];
   // The deployment's target_asset_id names the first output its jobs kept; a retry of a job
   // that kept one gets ids of its own.

@@ -251,6 +251,10 @@ export class JobFollow implements JobObserver {
 
   private async finish(exit: JobExit): Promise<void> {
     const error = this.error ?? failureOf(exit, this.job.timeoutSeconds);
+    // An executor may report a success without having said that the job ran (it ran and ended
+    // between two looks): the job has run, and goes through `running` (succeeded comes only
+    // from there). Without this step the end is refused and the job stays `starting`.
+    if (error === null && this.status === 'starting') await this.onRunning([]);
     if (error === null) {
       const output: JobOutput = {
         files: await storeOutputs(this.ctx.media, this.ctx.deployments, this.job, this.outputDir),

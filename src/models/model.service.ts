@@ -79,8 +79,11 @@ export class ModelService {
   }
 
   /** Any model by id, or 404. The jobs and deployments modules read models through this. */
+  /** A model as a plain read-only row (every deployment reads one: the ORM's hydration cost more than the query). */
   async get(_principal: Principal, id: string): Promise<Model> {
-    return this.find(this.orm.em.fork(), id);
+    const [model] = await readByIds(this.orm, Model, [id.toLowerCase()]);
+    if (!model) throw AppError.notFound('model');
+    return model;
   }
 
   /** Models by id (for DataLoaders), as plain read-only rows; deleted ones are simply absent. */

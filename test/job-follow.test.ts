@@ -1,0 +1,79 @@
+import { createLogger } from '../src/common/logger';
+import type { Executor, JobObserver } from '../src/executors/executor.port';
+import { JobTransition } from '../src/jobs/job.entity';
+import { JobFollow, type FollowContext } from '../src/jobs/job.follow';
+import { startTestApp, type TestApp } from './helpers/app';
+import { deploy, programModel } from './helpers/jobs';
+
+/**
+ * JobFollow against executors' orders of reports: the real job service and database, and an
+ * executor standing in for a cluster that is looked at now and then (it may see a job only once it
+ * has ended). The service runs no worker: the test is the worker.
+ */
+
+jest.setTimeout(60_000);
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await startTestApp({ ROLES: 'api', LOCAL_EXECUTOR_TRUST: 'any' });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+/** A detached executor whose job ran and ended between two looks: it reports the end alone. */
+function endsUnseen(exitCode: number): Executor {
+  return {
+    name: 'local',
+    detached: true,
+    submit: async (_spec, observer: JobObserver) => {
+      setImmediate(() => observer.ended({ exitCode, signal: null, reason: null }));
+      return 'cluster-job-1';
+    },
+    adopt: async () => null,
+    cancel: async () => undefined,
+    stopOrphan: async () => false,
+    close: async () => undefined,
+  };
+}
+
+async function followed(executor: Executor): Promise<{ status: string; path: (string | null)[] }> {
+  const auth = `Bearer ${await t.tokenFor('follow-owner')}`;
+  const model = await programModel(t, auth, 'argv');
+  const { jobId } = await deploy(t, auth, model, {});
+  const { jobs, media, deployments } = t.runtime.services;
+  const workerId = '00000000-0000-4000-8000-000000000001';
+  const job = await jobs.transition(jobId, 'starting', { workerId });
+  expect(job?.status).toBe('starting');
+  const ctx: FollowContext = {
+    workerId,
+    jobs,
+    media,
+    deployments,
+    executor,
+    log: createLogger('error'),
+    publish: (j, lines) => jobs.publishLines(j, lines),
+    notePending: () => undefined,
+    untilAvailable: (step) => step(false),
+  };
+  const follow = new JobFollow(ctx, job!, false);
+  await follow.done;
+  const now = await jobs.byId(jobId);
+  const path = (
+    await t.runtime.orm.em.fork().find(JobTransition, { job: jobId }, { orderBy: { id: 'asc' } })
+  ).map((tr) => tr.toStatus);
+  return { status: now!.status, path };
+}
+
+it('records a success reported while the job is still starting, through running', async () => {
+  const { status, path } = await followed(endsUnseen(0));
+  expect(status).toBe('succeeded');
+  expect(path).toEqual(['queued', 'starting', 'running', 'succeeded']);
+});
+
+it('records a failure reported while the job is still starting, without running', async () => {
+  const { status, path } = await followed(endsUnseen(3));
+  expect(status).toBe('failed');
+  expect(path).toEqual(['queued', 'starting', 'failed']);
+});
