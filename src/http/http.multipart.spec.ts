@@ -127,6 +127,10 @@ describe('multipartForm', () => {
     expect((await parse(cut, [])).error).toMatch(/unexpected end of form/);
     const bad = Buffer.from(`--${BOUNDARY}\r\nno colon here\r\n\r\nx\r\n--${BOUNDARY}--`);
     expect((await parse(bad, [])).error).toMatch(/malformed/);
+    const nul = Buffer.from(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"; filename="\0.png"\r\n\r\nx\r\n--${BOUNDARY}--`,
+    );
+    expect((await parse(nul, [])).error).toMatch(/malformed/);
     const huge = Buffer.from(`--${BOUNDARY}\r\nX-A: ${'a'.repeat(17 * 1024)}`);
     expect((await parse(huge, [])).error).toMatch(/too large/);
     const manyHeaders = Buffer.from(`--${BOUNDARY}\r\n${'X-A: 1\r\n'.repeat(9)}\r\nx\r\n--${BOUNDARY}--`);

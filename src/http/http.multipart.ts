@@ -222,7 +222,10 @@ class Form extends Writable {
     if (lines.length > this.limits.headerPairs) throw new Error('too many multipart part headers');
     for (const line of lines) {
       const colon = line.indexOf(':');
-      if (colon <= 0) throw new Error('malformed multipart part header');
+      // No control characters but tabs in a header (a raw NUL in a file name is malformed).
+      // eslint-disable-next-line no-control-regex
+      if (colon <= 0 || /[\x00-\x08\x0a-\x1f\x7f]/.test(line))
+        throw new Error('malformed multipart part header');
       const name = line.slice(0, colon).trim().toLowerCase();
       if (!headers.has(name)) headers.set(name, line.slice(colon + 1).trim());
     }
