@@ -652,6 +652,65 @@ describe('reading and tenancy', () => {
       await reader.close();
     }
   });
+
+  it('reads only the columns a list asks for, and answers every field as the full read does', async () => {
+    const owner = `Bearer ${await t.tokenFor('narrow')}`;
+    const modelId = await programModel('argv', { word: { type: 'string', format: ':value' } });
+    const { jobId } = await deploy(t, owner, modelId, { word: 'hi' });
+    await waitForJob(t, owner, jobId);
+    const reader = await startTestApp(
+      { ROLES: 'api' },
+      { databaseUrl: t.databaseUrl, issuer: t.issuer, onQuery: (sql) => recording?.push(sql) },
+    );
+    try {
+      await reader.gql('{ me { id } }', {}, owner);
+      recording = [];
+      const narrow = await reader.gql(
+        '{ jobs(first: 5) { nodes { id status command model { id name } deployment { id name } } } }',
+        {},
+        owner,
+      );
+      const statements = recording;
+      recording = undefined;
+      expect(narrow.body.errors).toBeUndefined();
+      const list = statements.find((sql) => / from jobs j /.test(sql));
+      // The model's arguments and the job's log tail were not asked for, so not read.
+      expect(list).toMatch(/m\.name/);
+      expect(list).not.toMatch(/m\.args|log_tail|d\.args/);
+      // Everything asked for of each kind, listed and read in full; the model also through a
+      // loader in the same request, which the list's partial rows must not have reached.
+      const full = await reader.gql(
+        `query ($m: ID!) {
+           jobs(first: 5) { nodes { id status command model { id name args { name } } deployment { id name args } } }
+           model(id: $m) { id name args { name } }
+         }`,
+        { m: modelId },
+        owner,
+      );
+      expect(full.body.errors).toBeUndefined();
+      const [job] = full.body.data.jobs.nodes;
+      expect(job.model.args).toEqual([{ name: 'word' }]);
+      expect(job.deployment.args).toEqual({ word: 'hi' });
+      expect(full.body.data.model.args).toEqual([{ name: 'word' }]);
+      expect(narrow.body.data.jobs.nodes).toEqual([
+        {
+          id: job.id,
+          status: job.status,
+          command: job.command,
+          model: { id: modelId, name: job.model.name },
+          deployment: { id: job.deployment.id, name: job.deployment.name },
+        },
+      ]);
+      const mixed = await reader.gql(
+        `query ($m: ID!) { jobs(first: 5) { nodes { model { id } } } model(id: $m) { args { name } } }`,
+        { m: modelId },
+        owner,
+      );
+      expect(mixed.body.data.model.args).toEqual([{ name: 'word' }]);
+    } finally {
+      await reader.close();
+    }
+  });
 });
 
 describe('the demo models', () => {

@@ -1,4 +1,22 @@
-import { goTime } from './time';
+import { goTime, isoTime } from './time';
+
+describe('isoTime', () => {
+  it('prints what toISOString prints, over the years 1970 to 9999', () => {
+    const samples = [0, 951_782_400_000, 4_107_542_400_000, 253_402_300_799_999];
+    for (let i = 0; i < 100_000; i++) samples.push(Math.floor(Math.random() * 253_402_300_800_000));
+    for (const ms of samples) expect(isoTime(new Date(ms))).toBe(new Date(ms).toISOString());
+  });
+
+  it("falls back to toISOString's own form outside them, and refuses an invalid date alike", () => {
+    for (const iso of [
+      '1969-12-31T23:59:59.999Z',
+      '+010000-01-01T00:00:00.000Z',
+      '-000001-06-01T00:00:00.000Z',
+    ])
+      expect(isoTime(new Date(iso))).toBe(iso);
+    expect(() => isoTime(new Date(NaN))).toThrow(RangeError);
+  });
+});
 
 describe('goTime', () => {
   it('prints UTC with the fraction trimmed of trailing zeros', () => {

@@ -8,10 +8,45 @@ const UTC_ISO = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/;
  * lists print one per item).
  */
 export function goTime(time: Date | string): string {
-  const m = UTC_ISO.exec(typeof time === 'string' ? time : time.toISOString());
+  const m = UTC_ISO.exec(typeof time === 'string' ? time : isoTime(time));
   if (!m) return goTime(new Date(time)); // another offset: through a Date, to UTC
   const fraction = (m[3] ?? '').replace(/0+$/, '');
   return `${m[1]} ${m[2]}${fraction ? `.${fraction}` : ''} +0000 UTC`;
+}
+
+const two = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const three = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+const DAY_MS = 86_400_000;
+/** 10000-01-01T00:00:00Z: from there on (and before 1970) toISOString's own form is used. */
+const YEAR_10000_MS = 253_402_300_800_000;
+
+/**
+ * Date#toISOString's text, computed from the time value: about twice as fast as V8's, which
+ * matters where a page of results prints hundreds of times. Civil date from the day number as in
+ * Howard Hinnant's `civil_from_days`.
+ */
+export function isoTime(date: Date): string {
+  const ms = date.getTime();
+  if (!(ms >= 0 && ms < YEAR_10000_MS)) return date.toISOString(); // and its RangeError if invalid
+  const days = Math.floor(ms / DAY_MS);
+  let rest = ms - days * DAY_MS;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor(
+    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
+  );
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = Math.floor(rest / 1000);
+  return `${year}-${two(month)}-${two(day)}T${two(hours)}:${two(minutes)}:${two(seconds)}.${three(rest - seconds * 1000)}Z`;
 }
 
 /** Waits `ms` without holding the process open (a retry's pause must not delay an exit). */

@@ -82,18 +82,27 @@ function columnProps<T>(orm: MikroORM, entity: EntityClass<T>) {
     .filter((p) => p.kind === ReferenceKind.SCALAR || p.kind === ReferenceKind.MANY_TO_ONE);
 }
 
-/** The columns of `alias` (a table of the entity) named `<prefix><column>`, for rowReader(.., prefix). */
+/**
+ * The columns of `alias` (a table of the entity) named `<prefix><column>`, for rowReader(.., prefix):
+ * those of `props` (entity property names) when given and all of them columns, else every one.
+ * The reader leaves the properties of columns not read undefined.
+ */
 export function prefixedColumns<T>(
   orm: MikroORM,
   entity: EntityClass<T>,
   alias: string,
   prefix: string,
+  props: Iterable<string> | null = null,
 ): string {
-  return memo(orm, `columns:${entity.name}:${alias}:${prefix}`, () =>
-    columnProps(orm, entity)
-      .map((p) => `${alias}.${p.fieldNames[0]} as "${prefix}${p.fieldNames[0]}"`)
-      .join(', '),
-  ) as string;
+  const all = () =>
+    memo(orm, `columns:${entity.name}:${alias}:${prefix}`, () => listed(columnProps(orm, entity))) as string;
+  const listed = (props: ReturnType<typeof columnProps>) =>
+    props.map((p) => `${alias}.${p.fieldNames[0]} as "${prefix}${p.fieldNames[0]}"`).join(', ');
+  if (!props) return all();
+  // Not memoised: selections vary without bound, and filtering a few dozen properties is cheap.
+  const wanted = new Set(props);
+  const some = columnProps(orm, entity).filter((p) => wanted.has(p.name));
+  return some.length === wanted.size ? listed(some) : all();
 }
 
 /** Readers and column lists are built once per ORM (its metadata does not change). */

@@ -33,8 +33,13 @@ export class DeploymentType {
   @Field(() => Date)
   createdAt!: Date;
 
+  /** The Deployment properties the given fields are made of: those of the same name. */
+  static propsOf(fields: Iterable<string>): string[] {
+    return [...fields].filter((f) => f !== '__typename');
+  }
+
   static from(d: Deployment): DeploymentType {
-    return Object.assign(new DeploymentType(), {
+    return {
       id: d.id,
       name: d.name,
       modelId: d.modelId,
@@ -44,7 +49,7 @@ export class DeploymentType {
       webhook: d.webhook,
       webhookEventsFilter: d.webhookEventsFilter as WebhookEventEnum[],
       createdAt: d.createdAt,
-    });
+    } satisfies DeploymentType;
   }
 }
 

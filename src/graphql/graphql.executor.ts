@@ -38,11 +38,15 @@ export class CompiledOperations {
     if (!entry) entries.set(key, (entry = { seen: 0 }));
     if (entry.compiled === undefined && ++entry.seen >= COMPILE_AFTER)
       entry.compiled = this.compile(document, operationName);
+    const args = { schema: this.schema, document, operationName, contextValue, variableValues };
     if (entry.compiled) {
       const result = entry.compiled.query(undefined, contextValue, variableValues);
-      return isPromise(result) ? result.then(withGraphQLErrors) : withGraphQLErrors(result);
+      // No data: the variables did not coerce and nothing ran. graphql-js words those errors a
+      // little differently; it answers them, so that a document's first run and the next agree.
+      const answer = (r: ExecutionResult) => (r.data === undefined ? execute(args) : withGraphQLErrors(r));
+      return isPromise(result) ? result.then(answer) : answer(result);
     }
-    return execute({ schema: this.schema, document, operationName, contextValue, variableValues });
+    return execute(args);
   }
 
   private compile(document: DocumentNode, operationName: string | null | undefined): CompiledQuery | null {
@@ -67,17 +71,21 @@ function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
  */
 function withGraphQLErrors(result: ExecutionResult): ExecutionResult {
   if (!result.errors?.length) return result;
-  const errors = result.errors.map(
-    (e) =>
-      new GraphQLError(e.message, {
-        nodes: e.nodes,
-        source: e.source,
-        positions: e.positions,
-        path: e.path,
-        originalError: e.originalError,
-        extensions: e.extensions,
-      }),
-  );
+  const errors = result.errors.map((e) => {
+    const error = new GraphQLError(e.message, {
+      nodes: e.nodes,
+      source: e.source,
+      positions: e.positions,
+      path: e.path,
+      // An error with a path arose while executing (a null for a non-null field, say): it is the
+      // service's, as graphql-js reports it, not the request's.
+      originalError: e.originalError ?? (e.path ? new Error(e.message) : undefined),
+      extensions: e.extensions,
+    });
+    // graphql-jit gives locations without the nodes graphql-js would compute them from.
+    if (!error.locations && e.locations) (error as { locations?: unknown }).locations = e.locations;
+    return error;
+  });
   return { ...result, errors };
 }
 
@@ -86,8 +94,7 @@ function withGraphQLErrors(result: ExecutionResult): ExecutionResult {
  * compiled operations. Apollo keeps everything else (HTTP, parsing and validation with its
  * document cache, APQ, plugins, error formatting).
  */
-export function compiledGateway(schema: GraphQLSchema) {
-  const operations = new CompiledOperations(schema);
+export function compiledGateway(schema: GraphQLSchema, operations = new CompiledOperations(schema)) {
   return {
     onSchemaLoadOrUpdate(callback: (s: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
       callback({ apiSchema: schema, coreSupergraphSdl: '' });

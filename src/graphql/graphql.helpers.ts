@@ -94,20 +94,30 @@ function fieldsNamed(
 }
 
 /**
- * Whether the operation asks for `path` below the field being resolved (say `nodes.model` under a
- * connection), so that a list can read what its items' fields will need in the same statement.
- * `@skip`/`@include` are not looked at: at worst a column is read for nothing.
+ * The names of the fields the operation selects at `path` below the field being resolved (say
+ * `nodes.model` under a connection; any of `paths`), or null when it does not ask for it: a list
+ * reads what its items' fields will need, and only that, in its own statement. `@skip`/`@include`
+ * are not looked at: at worst a column is read for nothing.
  */
-export function selects(info: GraphQLResolveInfo, ...paths: string[]): boolean {
-  return paths.some((path) => {
+export function selectedFieldsAt(info: GraphQLResolveInfo, ...paths: string[]): Set<string> | null {
+  // The same document asks the same every time: remembered by its field node (while it lives).
+  const key = paths.join(' ');
+  let known = selectedAt.get(info.fieldNodes[0]);
+  if (!known) selectedAt.set(info.fieldNodes[0], (known = new Map()));
+  if (known.has(key)) return known.get(key)!;
+  let found: Set<string> | null = null;
+  for (const path of paths) {
     let nodes: readonly FieldNode[] = info.fieldNodes;
-    for (const name of path.split('.')) {
+    for (const name of path.split('.'))
       nodes = nodes.flatMap((n) => fieldsNamed(n.selectionSet, name, info.fragments));
-      if (!nodes.length) return false;
-    }
-    return true;
-  });
+    if (!nodes.length) continue;
+    found ??= new Set();
+    for (const f of nodes.flatMap((n) => fieldsOf(n.selectionSet, info.fragments))) found.add(f.name.value);
+  }
+  known.set(key, found);
+  return found;
 }
+const selectedAt = new WeakMap<FieldNode, Map<string, Set<string> | null>>();
 
 /**
  * The names of the fields selected directly below the field being resolved, through fragments

@@ -21,7 +21,7 @@ import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
 import { ModelType } from '../models/model.types';
 import type { RequestContext } from '../graphql/graphql.context';
-import { CurrentPrincipal, selectedFields, selects, toConnection } from '../graphql/graphql.helpers';
+import { CurrentPrincipal, selectedFields, selectedFieldsAt, toConnection } from '../graphql/graphql.helpers';
 import { byId, freshLoadersPerEvent, groupedBy } from '../graphql/graphql.loaders';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';
@@ -34,9 +34,16 @@ import {
   JobTransitionType,
   JobType,
   jobNeedsOf,
+  jobPropsOf,
 } from './job.types';
+import type { Deployment } from '../deployments/deployment.entity';
+import type { Model } from '../models/model.entity';
 
 type Subscribed = { args: { id: string }; context: RequestContext; info: GraphQLResolveInfo };
+
+/** The model and deployment read with a job in the list's statement (only the columns asked for). */
+const LISTED = Symbol('read with the job');
+type Listed<T> = T & { [LISTED]?: { model?: Model | null; deployment?: Deployment | null } };
 
 @Resolver(() => JobType)
 export class JobResolver {
@@ -64,23 +71,29 @@ export class JobResolver {
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
-    // The models and deployments the query asks for come in the list's own statement, and
-    // wait in the loaders for the field resolvers below.
-    const nested = {
-      model: selects(info, 'nodes.model', 'edges.node.model'),
-      deployment: selects(info, 'nodes.deployment', 'edges.node.deployment'),
-    };
+    // The job's columns the query needs, and its model and deployment if asked, come in the
+    // list's own statement; the nested rows ride on each view (partial rows never reach the
+    // request's loaders, whose other users may want every field).
+    const modelFields = selectedFieldsAt(info, 'nodes.model', 'edges.node.model');
+    const deploymentFields = selectedFieldsAt(info, 'nodes.deployment', 'edges.node.deployment');
     const page = await this.service.list(
       principal,
       { status: filter?.status as JobStatus | undefined, modelId: filter?.modelId },
       { first, after },
-      nested,
+      {
+        job: jobPropsOf(selectedFieldsAt(info, 'nodes', 'edges.node') ?? []),
+        model: modelFields && ModelType.propsOf(modelFields),
+        deployment: deploymentFields && DeploymentType.propsOf(deploymentFields),
+      },
     );
-    for (const job of page.items) {
-      if (nested.deployment) this.deploymentLoader(ctx).prime(job.deployment.id, job.deployment);
-      if (job.model !== undefined) this.modelLoader(ctx).prime(job.modelId, job.model);
-    }
-    return toConnection(page, (j) => this.view(j), encodeCursor);
+    return toConnection(
+      page,
+      (j) =>
+        Object.assign(this.view(j), {
+          [LISTED]: { model: j.model, deployment: deploymentFields && j.deployment },
+        }),
+      encodeCursor,
+    );
   }
 
   @Query(() => JobType)
@@ -149,14 +162,21 @@ export class JobResolver {
   }
 
   @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })
-  async model(@Root() job: JobType, @Ctx() ctx: RequestContext) {
-    const m = await this.modelLoader(ctx).load(job.modelId);
-    return m && ModelType.from(m);
+  model(@Root() job: Listed<JobType>, @Ctx() ctx: RequestContext) {
+    const listed = job[LISTED]?.model;
+    if (listed !== undefined) return listed && ModelType.from(listed);
+    return this.modelLoader(ctx)
+      .load(job.modelId)
+      .then((m) => m && ModelType.from(m));
   }
 
   @FieldResolver(() => DeploymentType)
-  async deployment(@Root() job: JobType, @Ctx() ctx: RequestContext) {
-    return DeploymentType.from((await this.deploymentLoader(ctx).load(job.deploymentId))!);
+  deployment(@Root() job: Listed<JobType>, @Ctx() ctx: RequestContext) {
+    const listed = job[LISTED]?.deployment;
+    if (listed) return DeploymentType.from(listed);
+    return this.deploymentLoader(ctx)
+      .load(job.deploymentId)
+      .then((d) => DeploymentType.from(d!));
   }
 
   private modelLoader(ctx: RequestContext) {

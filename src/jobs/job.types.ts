@@ -159,7 +159,7 @@ export class JobType {
   /** The view of a job for clients; `baseUrl` is the CDN root result URLs hang off. */
   static from(baseUrl: string) {
     return (job: Job, status: Job['status'] = job.status): JobType =>
-      Object.assign(new JobType(), {
+      ({
         id: job.id,
         deploymentId: job.deployment.id,
         modelId: job.modelId,
@@ -189,7 +189,7 @@ export class JobType {
         startedAt: job.startedAt,
         finishedAt: job.finishedAt,
         updatedAt: job.updatedAt,
-      });
+      }) satisfies JobType;
   }
 
   static fromUpdate(baseUrl: string) {
@@ -242,6 +242,13 @@ export function jobNeedsOf(fields: Iterable<string>): Set<string> | null {
     for (const key of FIELD_SOURCES[field]) needs.add(key);
   }
   return needs;
+}
+
+/** The Job entity's properties the given JobType fields are made of; null for all of them. */
+export function jobPropsOf(fields: Iterable<string>): string[] | null {
+  const needs = jobNeedsOf(fields);
+  // The events' snapshot names the deployment by its id; the entity holds it as a relation.
+  return needs && [...needs].map((key) => (key === 'deploymentId' ? 'deployment' : key));
 }
 
 export const JobConnection = Connection(JobType, 'Job');

@@ -61,7 +61,7 @@ export class MediaAssetType {
 
   static from(media: MediaService) {
     return (a: MediaAsset): MediaAssetType =>
-      Object.assign(new MediaAssetType(), {
+      ({
         id: a.id,
         imageName: a.imageName,
         url: media.urlOf(a),
@@ -75,7 +75,7 @@ export class MediaAssetType {
         jobId: a.jobId,
         createdAt: a.createdAt,
         updatedAt: a.updatedAt,
-      });
+      }) satisfies MediaAssetType;
   }
 }
 

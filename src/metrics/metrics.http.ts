@@ -31,18 +31,30 @@ export function graphqlMetrics(metrics: Metrics): ApolloServerPlugin {
         async willSendResponse({ operation, operationName, response }) {
           const failed =
             response.body.kind === 'single' ? !!response.body.singleResult.errors?.length : false;
-          metrics.graphqlDuration.observe(
-            {
-              operation: metrics.operationLabel(operationName ?? operation?.name?.value),
-              type: operation?.operation ?? 'invalid',
-              outcome: failed ? 'error' : 'success',
-            },
+          observeGraphQL(
+            metrics,
+            operationName ?? operation?.name?.value,
+            operation?.operation ?? 'invalid',
+            failed,
             (performance.now() - started) / 1000,
           );
         },
       };
     },
   };
+}
+
+export function observeGraphQL(
+  metrics: Metrics,
+  name: string | null | undefined,
+  type: string,
+  failed: boolean,
+  seconds: number,
+): void {
+  metrics.graphqlDuration.observe(
+    { operation: metrics.operationLabel(name), type, outcome: failed ? 'error' : 'success' },
+    seconds,
+  );
 }
 
 /** Open subscriptions of graphql-ws sockets: counted when one starts, until it completes. */

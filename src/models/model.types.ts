@@ -106,8 +106,15 @@ export class ModelType {
   ownerType!: OwnerType | null;
   ownerId!: string | null;
 
+  /** The Model properties the given fields are made of (a field not named so: a property of its name). */
+  static propsOf(fields: Iterable<string>): string[] {
+    return [...fields].flatMap((f) =>
+      f === '__typename' ? [] : f === 'classification' ? ['machineType'] : [f],
+    );
+  }
+
   static from(m: Model): ModelType {
-    return Object.assign(new ModelType(), {
+    return {
       id: m.id,
       name: m.name,
       version: m.version,
@@ -131,7 +138,7 @@ export class ModelType {
       updatedAt: m.updatedAt,
       ownerType: m.ownerType,
       ownerId: m.ownerId,
-    });
+    } satisfies ModelType;
   }
 }
 

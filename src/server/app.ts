@@ -17,7 +17,6 @@ import {
   subscribe,
   validate,
   type ExecutionArgs,
-  type GraphQLFormattedError,
   type GraphQLSchema,
 } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
@@ -33,21 +32,16 @@ import type { Credentials } from '../auth/authenticator';
 import { loginRoutes } from '../auth/login.routes';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
-import {
-  AppError,
-  graphqlErrorExtensions,
-  httpStatusOf,
-  isErrorCode,
-  toAppError,
-  withoutSuggestions,
-} from '../common/errors';
+import { AppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from '../graphql/graphql.context';
 import { cors } from '../http/http.cors';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
-import { compiledGateway } from '../graphql/graphql.executor';
+import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
+import { DirectOperations } from '../graphql/graphql.direct';
+import { formatGraphQLError, requestLevelStatus } from '../graphql/graphql.errors';
 import { webAppRoutes } from './web-app';
 import { Loaders } from '../graphql/graphql.loaders';
 import {
@@ -62,7 +56,7 @@ import {
 } from '../http/http.helpers';
 import { inputProblems } from '../graphql/graphql.inputs';
 import type { Metrics } from '../metrics/metrics';
-import { graphqlMetrics, httpMetrics, subscriptionGauge } from '../metrics/metrics.http';
+import { graphqlMetrics, httpMetrics, observeGraphQL, subscriptionGauge } from '../metrics/metrics.http';
 import { RequestLimits } from '../rate-limits/request-limits';
 import { databaseAnswers } from '../db/orm';
 import { buildAppSchema } from './schema';
@@ -88,38 +82,6 @@ export interface App {
   close(): Promise<void>;
 }
 
-/**
- * Maps GraphQL-level failures onto the service's codes; unknown errors become INTERNAL. Every
- * error of every transport passes here, so this is where production hides suggestions.
- */
-function formatGraphQLError(log: Logger, hideSuggestions: boolean) {
-  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const original = (error as { originalError?: unknown }).originalError;
-    const requestId = (formatted.extensions?.requestId as string) ?? undefined;
-    if (original === undefined || original === null || (original as Error).name === 'GraphQLError') {
-      // Parse, validation and variable errors: the request's fault. Keep graphql's message.
-      const code = formatted.extensions?.code;
-      // Persisted-query clients (Apollo Client, urql, ...) recognise these codes: they then send
-      // the whole document along with its hash.
-      if (code === 'PERSISTED_QUERY_NOT_FOUND' || code === 'PERSISTED_QUERY_NOT_SUPPORTED')
-        return { message: formatted.message, extensions: { code } };
-      return {
-        ...formatted,
-        message: hideSuggestions ? withoutSuggestions(formatted.message) : formatted.message,
-        extensions: { code: isErrorCode(code) ? code : 'BAD_REQUEST' },
-      };
-    }
-    const { error: appError, unexpected } = toAppError(original);
-    if (unexpected) log.error({ err: original, path: formatted.path }, 'unexpected error in a resolver');
-    return {
-      message: appError.message,
-      locations: formatted.locations,
-      path: formatted.path,
-      extensions: graphqlErrorExtensions(appError, requestId),
-    };
-  };
-}
-
 /** The input rule of graphql.inputs.ts as an error of the request, answered 400. */
 function inputError(args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>) {
   const problem = inputProblems(args.schema, args.document, args.operationName, args.variableValues);
@@ -142,15 +104,6 @@ const inputsPlugin: ApolloServerPlugin<RequestContext> = {
 
 const RESPONSE = Symbol('response');
 
-/** Request-level failures whose HTTP status follows their code when the answer has no data. */
-const REQUEST_LEVEL_CODES = new Set([
-  'BAD_REQUEST',
-  'UNAUTHENTICATED',
-  'PAYLOAD_TOO_LARGE',
-  'UNAVAILABLE',
-  'RATE_LIMITED',
-]);
-
 /** Sets the HTTP status of a GraphQL answer that failed as a whole (Apollo would say 200 or 500). */
 const statusPlugin: ApolloServerPlugin<RequestContext> = {
   async requestDidStart() {
@@ -158,13 +111,11 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
       async willSendResponse({ response }) {
         if (response.body.kind !== 'single') return;
         const { errors, data } = response.body.singleResult;
-        if (!errors?.length || data) return;
-        const codes = new Set(errors.map((e) => String(e.extensions?.code)));
-        const [code] = codes;
-        if (codes.size !== 1 || !REQUEST_LEVEL_CODES.has(code)) return;
-        response.http.status = httpStatusOf(code);
-        const retryAfter = errors[0].extensions?.retryAfterSeconds;
-        if (retryAfter !== undefined) response.http.headers.set('Retry-After', String(retryAfter));
+        const failed = requestLevelStatus(errors, data);
+        if (!failed) return;
+        response.http.status = failed.status;
+        if (failed.retryAfter !== undefined)
+          response.http.headers.set('Retry-After', String(failed.retryAfter));
       },
     };
   },
@@ -268,9 +219,19 @@ export async function createApp({
     // Every suggestion (fields, types, enum values), over every transport: formatGraphQLError.
     blockFieldSuggestion: { enabled: false },
   }).protect();
+  const operations = new CompiledOperations(schema);
+  const formatError = formatGraphQLError(log, hideSuggestions);
+  // Documents Apollo has resolved once are answered from Express directly (graphql.direct.ts).
+  const direct = new DirectOperations({
+    schema,
+    operations,
+    formatError,
+    contextOf,
+    observe: (name, type, failed, seconds) => observeGraphQL(metrics, name, type, failed, seconds),
+  });
   const apollo = new ApolloServer<RequestContext>({
     // Apollo's executor hook: operations run compiled (graphql-jit), cached per parsed document.
-    gateway: compiledGateway(schema),
+    gateway: compiledGateway(schema, operations),
     introspection: config.graphqlIntrospection,
     allowBatchedHttpRequests: false,
     // main.ts owns the signals and drains HTTP before Apollo stops.
@@ -292,8 +253,9 @@ export async function createApp({
       statusPlugin,
       operationLogPlugin,
       graphqlMetrics(metrics),
+      direct.plugin,
     ],
-    formatError: formatGraphQLError(log, hideSuggestions),
+    formatError,
   });
   await apollo.start();
   // GraphQL multipart requests (uploadMedia); bytes stream straight to the resolver.
@@ -308,6 +270,7 @@ export async function createApp({
     if (!res.locals.principal) return next(new AppError('UNAUTHENTICATED', 'authentication required'));
     uploadLimit(req, res, (err?: unknown) => (err ? next(err) : graphqlUploads(req, res, next)));
   });
+  app.use('/graphql', direct.handler);
   app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
 
   app.use(loginRoutes(config, services));
@@ -321,7 +284,6 @@ export async function createApp({
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
-  const formatError = formatGraphQLError(log, hideSuggestions);
   const subscriptions = subscriptionGauge(metrics);
   const wsCleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
     {

@@ -11,6 +11,7 @@ import { JobResolver } from '../jobs/job.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { AppError } from '../common/errors';
+import { DateTimeISO } from '../graphql/graphql.scalars';
 import type { Services } from './services';
 
 /** Each module's resolvers, built with the services they call. */
@@ -73,5 +74,6 @@ export function buildAppSchema(services?: Services): GraphQLSchema {
     validate: false,
     emitSchemaFile: false,
     pubSub: noPubSub,
+    scalarsMap: [{ type: Date, scalar: DateTimeISO }],
   });
 }
