@@ -5,9 +5,11 @@
  * media is `npm run bench -- list`.)
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  cpuMsOf,
   freePort,
   load,
   median,
@@ -21,6 +23,13 @@ import {
   tempDir,
   upload,
 } from './lib';
+
+/** CPU time of a process's main thread (its JavaScript and event loop) so far, in milliseconds. */
+function mainThreadMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ 100
+}
 
 const UPLOAD_MIB = setting('BENCH_UPLOAD_MIB', 512, 8);
 const RUNS = setting('BENCH_RUNS', 5, 1);
@@ -53,18 +62,41 @@ async function uploadBench() {
     await upload(`${bare.url}/`, {}, MiB);
     const bareTimes: number[] = [];
     const serviceTimes: number[] = [];
+    // CPU per run (all threads, and the main thread alone): steadier than throughput when the
+    // machine is shared, and it shows whether the request's thread is what limits the upload.
+    const bareCpu: number[] = [];
+    const bareMain: number[] = [];
+    const serviceCpu: number[] = [];
+    const serviceMain: number[] = [];
+    const timed = async (pid: number, cpu: number[], main: number[], run: () => Promise<number>) => {
+      const [c0, m0] = [cpuMsOf(pid), mainThreadMs(pid)];
+      const seconds = await run();
+      cpu.push(cpuMsOf(pid) - c0);
+      main.push(mainThreadMs(pid) - m0);
+      return seconds;
+    };
     const growth: number[] = [];
     const loads: number[] = [];
     const runBare = async () => {
       await settle();
-      bareTimes.push((await upload(`${bare.url}/`, {}, size)).seconds);
+      const pid = bare.process.pid!;
+      bareTimes.push(
+        await timed(pid, bareCpu, bareMain, async () => (await upload(`${bare.url}/`, {}, size)).seconds),
+      );
     };
     const runService = async () => {
       await settle();
       const pid = sut.service.process.pid!;
       const before = rssOf(pid);
       const sampler = rssSampler(pid);
-      serviceTimes.push((await upload(`${sut.service.url}/uploads/upload`, auth, size)).seconds);
+      serviceTimes.push(
+        await timed(
+          pid,
+          serviceCpu,
+          serviceMain,
+          async () => (await upload(`${sut.service.url}/uploads/upload`, auth, size)).seconds,
+        ),
+      );
       growth.push(sampler.stop() - before);
     };
     for (let i = 0; i < RUNS; i++) {
@@ -87,12 +119,14 @@ async function uploadBench() {
         'MiB/s': bareMiBs.toFixed(0),
         range: spread(bareTimes),
         ratio: '1.00',
+        'CPU ms (main thread)': `${median(bareCpu).toFixed(0)} (${median(bareMain).toFixed(0)})`,
       },
       {
         server: 'POST /uploads/upload',
         'MiB/s': serviceMiBs.toFixed(0),
         range: spread(serviceTimes),
         ratio: (serviceMiBs / bareMiBs).toFixed(2),
+        'CPU ms (main thread)': `${median(serviceCpu).toFixed(0)} (${median(serviceMain).toFixed(0)})`,
       },
     ]);
     console.log(

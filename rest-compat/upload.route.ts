@@ -1,4 +1,3 @@
-import busboy from 'busboy';
 import { Router, type Request, type Response } from 'express';
 import type { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
@@ -15,6 +14,7 @@ import type { Logger } from '../src/common/logger';
 import type { MediaAsset } from '../src/media/media.entity';
 import type { MediaService } from '../src/media/media.service';
 import { sendError, sendJson } from '../src/http/http.helpers';
+import { multipartForm, type MultipartForm } from '../src/http/http.multipart';
 import { idempotency, type ApiDoc } from './route';
 import { object, url, uuid } from './schemas';
 
@@ -119,22 +119,15 @@ function receive(
   store: { principal: Principal; media: MediaService } | null,
 ): Promise<{ asset: MediaAsset | null; fingerprint: string }> {
   return new Promise((resolve, reject) => {
-    let form: busboy.Busboy;
+    let form: MultipartForm;
     try {
-      form = busboy({
-        headers: req.headers,
-        defParamCharset: 'utf8',
-        highWaterMark: 1024 * 1024,
-        fileHwm: 1024 * 1024,
-        // busboy stops at fileSize silently; one byte more lets the media service see the excess.
-        limits: {
-          files: 1,
-          fields: 4,
-          parts: 6,
-          fieldSize: 16 * 1024,
-          fileSize: maxBytes + 1,
-          headerPairs: 32,
-        },
+      // The file's size is the media service's to enforce (it sees every byte).
+      form = multipartForm(req.headers['content-type'], {
+        files: 1,
+        fields: 4,
+        parts: 6,
+        fieldSize: 16 * 1024,
+        headerPairs: 32,
       });
     } catch {
       return reject(new AppError('BAD_REQUEST', 'malformed multipart body (missing boundary?)'));
@@ -161,11 +154,11 @@ function receive(
       req.unpipe(form);
     };
 
-    form.on('field', (name, value, info) => {
+    form.on('field', (name: string, value: string, info: { valueTruncated: boolean }) => {
       if (info.valueTruncated) return fail(AppError.validation({ [name]: 'is too long' }));
       if (name === 'tags') tags = value;
     });
-    form.on('file', (_name, stream, info) => {
+    form.on('file', (_name: string, stream: Readable, info: { filename: string }) => {
       file = stream;
       filename = info.filename;
       upload = store

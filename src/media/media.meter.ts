@@ -1,30 +1,99 @@
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { Readable } from 'node:stream';
 import { AppError } from '../common/errors';
 import { StreamHash } from './media.hasher';
 
 /**
- * Counts and hashes bytes on their way to storage; fails as soon as they pass the limit. The
- * hash runs on a worker thread (StreamHash), overlapped with the parsing and the disk write.
+ * The one stage between a client's bytes and storage: counts them, fails as soon as they pass
+ * the limit, hashes them (on a worker thread, StreamHash) and passes the very same buffers on:
+ * no copy, no concatenation, no async iteration per chunk (each of those showed in the upload's
+ * profile). The first bytes are held until `head()` has them, for sniffing the type before the
+ * storage key is known; at most about one high-water mark of bytes is held meanwhile.
  */
-export class Meter extends Transform {
+export class Meter extends Readable {
   bytes = 0;
   private readonly hash = new StreamHash();
+  private readonly first: Promise<Buffer>;
+  private headChunks: Buffer[] | null = [];
+  private headDone!: () => void;
+  private headFailed!: (err: Error) => void;
+  /** The source is paused until the hash has a free buffer for the last chunk. */
+  private hashing = false;
+  /** The source is paused until this stream's reader wants more. */
+  private full = false;
 
-  constructor(private readonly limit: number) {
+  constructor(
+    private readonly source: Readable,
+    private readonly limit: number,
+    private readonly headSize: number,
+  ) {
     super({ highWaterMark: 1024 * 1024 });
+    this.first = new Promise((resolve, reject) => {
+      this.headDone = () => {
+        const chunks = this.headChunks ?? [];
+        this.headChunks = null;
+        // Copied: the chunks themselves go on to storage.
+        resolve(Buffer.from(Buffer.concat(chunks).subarray(0, headSize)));
+      };
+      this.headFailed = reject;
+    });
+    this.first.catch(() => undefined); // the caller may be past waiting for it
+    // Failures reach the caller through head(), `errored` and the storage's pipeline.
+    this.on('error', () => undefined);
+    source.on('data', this.onData);
+    source.once('end', () => {
+      if (this.headChunks) this.headDone();
+      this.push(null);
+    });
+    source.once('error', (err) => this.destroy(err));
+    source.once('close', () => {
+      if (!source.readableEnded) this.destroy(interrupted(null));
+    });
+    source.resume();
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+  /** The first `headSize` bytes (fewer if the stream is shorter); they stay in the stream too. */
+  head(): Promise<Buffer> {
+    return this.first;
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
     this.bytes += chunk.length;
     if (this.bytes > this.limit) {
-      done(new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${this.limit} bytes`));
+      this.destroy(new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${this.limit} bytes`));
       return;
     }
-    this.hash.update(chunk, () => done(null, chunk));
+    if (this.headChunks) {
+      this.headChunks.push(chunk);
+      if (this.bytes >= this.headSize) this.headDone();
+    }
+    let copied = false;
+    this.hash.update(chunk, () => {
+      copied = true;
+      if (!this.hashing) return;
+      this.hashing = false;
+      this.resumeSource();
+    });
+    // update() calls back at once unless it waits for a free buffer.
+    if (!copied) this.hashing = true;
+    if (!this.push(chunk)) this.full = true;
+    if (this.full || this.hashing) this.source.pause();
+  };
+
+  override _read(): void {
+    this.full = false;
+    this.resumeSource();
+  }
+
+  private resumeSource(): void {
+    if (!this.full && !this.hashing && !this.destroyed) this.source.resume();
   }
 
   override _destroy(err: Error | null, done: (err: Error | null) => void): void {
-    if (err) this.hash.drop();
+    this.source.off('data', this.onData);
+    if (err) {
+      this.hash.drop();
+      this.headFailed(err);
+    }
     done(err);
   }
 
@@ -39,26 +108,8 @@ export class Meter extends Transform {
   }
 }
 
-/**
- * Reads the first `size` bytes of a stream (fewer if it ends sooner) and returns them with a
- * stream of the whole content, head included. Only the head is ever held in memory.
- */
-export async function peekHead(stream: Readable, size: number): Promise<{ head: Buffer; whole: Readable }> {
-  const it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  const chunks: Buffer[] = [];
-  let length = 0;
-  while (length < size) {
-    const next = await it.next();
-    if (next.done) break;
-    chunks.push(next.value);
-    length += next.value.length;
-  }
-  const head = Buffer.concat(chunks);
-  const rest: AsyncIterable<Buffer> = { [Symbol.asyncIterator]: () => it };
-  async function* all() {
-    if (head.length) yield head;
-    // Delegating returns the iterator when the consumer stops early, which destroys the source.
-    yield* rest;
-  }
-  return { head: head.subarray(0, size), whole: Readable.from(all(), { objectMode: false }) };
+/** A client that stops sending mid-file is the request's fault, not the server's. */
+export function interrupted(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('BAD_REQUEST', 'the upload was interrupted before the file was complete');
 }

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { pipeline, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
 import { rowReader } from '../db/rows';
@@ -9,7 +9,7 @@ import { sqlPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
 import type { ByteRange, Storage } from '../storage/storage.port';
 import { MediaAsset, storageKey, type MediaType } from './media.entity';
-import { Meter, peekHead } from './media.meter';
+import { interrupted, Meter } from './media.meter';
 import { sanitiseFileName, sanitiseRelativePath, sniff, SNIFF_BYTES } from './media.sniff';
 
 export interface UploadInput {
@@ -118,28 +118,25 @@ export class MediaService {
     let sourceError: unknown;
     input.stream.once('error', (err) => (sourceError ??= err));
 
-    const { head, whole } = await peekHead(input.stream, SNIFF_BYTES).catch((err) => {
-      throw interrupted(err);
-    });
-    const { extension, contentType } = await sniff(head, input.filename ?? '');
-    const em = this.orm.em.fork();
-    const asset = em.create(MediaAsset, {
-      ...(job?.id ? { id: job.id } : {}),
-      jobId: job?.jobId ?? null,
-      ownerType: owner.type,
-      ownerId: owner.id,
-      type,
-      // Outputs keep their place in the job's output folder; uploads keep only a file name.
-      imageName: job ? sanitiseRelativePath(input.filename ?? '') : sanitiseFileName(input.filename),
-      extension,
-      contentType,
-    });
-    await em.flush();
-
-    const meter = new Meter(this.opts.maxUploadBytes);
-    const body = pipeline(whole, meter, () => undefined);
+    const meter = new Meter(input.stream, this.opts.maxUploadBytes, SNIFF_BYTES);
+    let asset: MediaAsset | undefined;
     try {
-      await this.storage.write(storageKey(asset), body, contentType);
+      const { extension, contentType } = await sniff(await meter.head(), input.filename ?? '');
+      const em = this.orm.em.fork();
+      const created = em.create(MediaAsset, {
+        ...(job?.id ? { id: job.id } : {}),
+        jobId: job?.jobId ?? null,
+        ownerType: owner.type,
+        ownerId: owner.id,
+        type,
+        // Outputs keep their place in the job's output folder; uploads keep only a file name.
+        imageName: job ? sanitiseRelativePath(input.filename ?? '') : sanitiseFileName(input.filename),
+        extension,
+        contentType,
+      });
+      await em.flush();
+      asset = created;
+      await this.storage.write(storageKey(asset), meter, contentType);
       const tags = tagsNow ?? normaliseTags(await tagsLater);
       em.assign(asset, {
         status: job ? 'uploading' : 'live',
@@ -151,12 +148,15 @@ export class MediaService {
       await em.flush();
       return asset;
     } catch (err) {
-      whole.destroy();
-      meter.discard();
-      await this.discard(asset).catch((e) =>
-        this.log.error({ err: e, id: asset.id }, 'upload cleanup failed'),
-      );
       const cause = meter.errored ?? sourceError ?? err;
+      meter.destroy();
+      input.stream.destroy();
+      meter.discard();
+      const failed = asset;
+      if (failed)
+        await this.discard(failed).catch((e) =>
+          this.log.error({ err: e, id: failed.id }, 'upload cleanup failed'),
+        );
       throw cause instanceof AppError ? cause : sourceError ? interrupted(sourceError) : err;
     }
   }
@@ -293,10 +293,4 @@ export class MediaService {
 /** A PostgreSQL text[] literal (every element quoted, so commas and braces in tags are data). */
 function textArray(values: string[]): string {
   return `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
-}
-
-/** A client that stops sending mid-file is the request's fault, not the server's. */
-function interrupted(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  return new AppError('BAD_REQUEST', 'the upload was interrupted before the file was complete');
 }
