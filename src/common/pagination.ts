@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EntityName, FilterQuery, FindOptions } from '@mikro-orm/core';
 import { AppError } from './errors';
 import { isUuid } from './ids';
+import { queryRows } from '../db/rows';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -124,32 +125,4 @@ export async function sqlPage<T extends Keyed>(
     hasNextPage: rows.length > limit,
     endCursor: items.length ? encodeCursor(items[items.length - 1]) : null,
   };
-}
-
-/**
- * One statement on a connection of the ORM's pool, its values sent as parameters: the ORM's
- * `execute` first writes every value into the SQL text (escaping each) and passes the text
- * through knex, which cost more than the list's own query. The ORM's query log still sees it.
- * `?` placeholders, as for the ORM (none may appear in the SQL otherwise).
- */
-async function queryRows(
-  em: EntityManager,
-  sql: string,
-  values: unknown[],
-): Promise<Record<string, unknown>[]> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
-  em.config.getLogger().logQuery({ query: text, params: values, level: 'info' });
-  const client = em.getKnex().client as {
-    acquireConnection(): Promise<{
-      query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
-    }>;
-    releaseConnection(connection: unknown): Promise<void>;
-  };
-  const connection = await client.acquireConnection();
-  try {
-    return (await connection.query(text, values)).rows;
-  } finally {
-    await client.releaseConnection(connection);
-  }
 }

@@ -10,10 +10,21 @@ import { inputProblems } from './graphql.inputs';
 const MAX_DOCUMENTS = 1000;
 
 type OperationType = 'query' | 'mutation';
+interface Operation {
+  type: OperationType;
+  name: string | undefined;
+}
 interface Known {
   document: DocumentNode;
   /** By the request's operationName ('' when it named none): the operations Apollo resolved. */
-  operations: Map<string, { type: OperationType; name: string | undefined }>;
+  operations: Map<string, Operation>;
+}
+interface Found {
+  known: Known;
+  operation: Operation;
+  operationName: string | undefined;
+  variables: Record<string, unknown> | undefined;
+  contentType: string;
 }
 
 export interface DirectOptions {
@@ -68,12 +79,7 @@ export class DirectOperations {
     this.run(req, res, next, found).catch(next);
   };
 
-  private remember(
-    text: string,
-    document: DocumentNode,
-    key: string,
-    op: Known['operations'] extends Map<string, infer V> ? V : never,
-  ) {
+  private remember(text: string, document: DocumentNode, key: string, op: Operation) {
     let known = this.byText.get(text);
     if (!known || known.document !== document) {
       known = { document, operations: new Map() };
@@ -82,7 +88,7 @@ export class DirectOperations {
     known.operations.set(key, op);
   }
 
-  private find(req: Request) {
+  private find(req: Request): Found | null {
     const body = req.body as Record<string, unknown> | undefined;
     // JSON only: other types (multipart uploads) go through Apollo's CSRF prevention.
     if (req.method !== 'POST' || !JSON_BODY.test(req.headers['content-type'] ?? '')) return null;

@@ -78,8 +78,10 @@ export class ModelService {
     return model;
   }
 
-  /** Any model by id, or 404. The jobs and deployments modules read models through this. */
-  /** A model as a plain read-only row (every deployment reads one: the ORM's hydration cost more than the query). */
+  /**
+   * Any model by id, or 404, as a plain read-only row: the deployments module reads one per
+   * deployment, and the ORM's hydration cost more than the query.
+   */
   async get(_principal: Principal, id: string): Promise<Model> {
     const [model] = await readByIds(this.orm, Model, [id.toLowerCase()]);
     if (!model) throw AppError.notFound('model');
