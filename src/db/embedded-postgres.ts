@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -59,6 +59,16 @@ async function loadEmbeddedPostgres() {
   return EmbeddedPostgres;
 }
 
+/** The first directory above (or at) one of `paths` that other users may not pass through, or null. */
+export function closedToOthers(paths: string[]): string | null {
+  for (const start of paths)
+    for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+      if (existsSync(dir) && !(statSync(dir).mode & 0o001)) return dir;
+      if (dir === path.dirname(dir)) break;
+    }
+  return null;
+}
+
 /** Stops a server left running by a process that was killed without cleaning up. */
 async function stopOrphan(dataDir: string, log: Logger): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
@@ -95,7 +105,19 @@ export async function startEmbeddedPostgres(
   const clusterDir = path.join(root, 'data');
   await mkdir(root, { recursive: true });
   // As root, PostgreSQL runs as the `postgres` user, which must be able to reach its data dir.
-  if (process.getuid?.() === 0) await chmod(root, 0o711);
+  if (process.getuid?.() === 0) {
+    await chmod(root, 0o711);
+    // Its programs and data sit below directories that may shut it out (a `mktemp -d` is 0700):
+    // initdb then fails to start with a bare EACCES. Said plainly first (a warning: a group or
+    // the directory's owner may still let it in).
+    const closed = closedToOthers([__dirname, root]);
+    if (closed)
+      log.warn(
+        { dir: closed },
+        `the embedded PostgreSQL runs as the postgres user, who may not pass through ${closed}: ` +
+          `allow it (chmod o+x ${closed}), move the service elsewhere, or set DATABASE_URL`,
+      );
+  }
   const { password } = await credentials(root);
   const port = fixedPort ?? (await freePort());
   const EmbeddedPostgres = await loadEmbeddedPostgres();
