@@ -157,8 +157,12 @@ export class DirectOperations {
     }
     const body = JSON.stringify({ errors, data: result.data, extensions: result.extensions }) + '\n';
     this.options.observe(operation.name, operation.type, !!errors, (performance.now() - started) / 1000);
-    res.status(status).setHeader('content-type', contentType);
-    res.send(body);
+    // The text goes out as it is: Express's send would copy it into a Buffer first (its length
+    // and ETag), and a Buffer body leaves the head and body to two writes.
+    res.statusCode = status;
+    res.setHeader('content-type', contentType);
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
   }
 
   /** The type Apollo would answer for this Accept (remembered per distinct header), or null. */
