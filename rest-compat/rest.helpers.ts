@@ -24,9 +24,19 @@ export function body(req: Request): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
+/** Query strings parsed once per request: Express parses the URL again at each `req.query`. */
+const parsedQueries = new WeakMap<Request, Request['query']>();
+
+/** The request's query parameters (`req.query`, parsed once). */
+export function queryOf(req: Request): Request['query'] {
+  let query = parsedQueries.get(req);
+  if (query === undefined) parsedQueries.set(req, (query = req.query));
+  return query;
+}
+
 /** A query parameter given at most once (a repeated one is 400). */
 export function queryString(req: Request, name: string): string | undefined {
-  const v = req.query[name];
+  const v = queryOf(req)[name];
   if (v === undefined) return undefined;
   if (typeof v !== 'string') throw AppError.validation({ [name]: 'must be given once' });
   return v;

@@ -91,7 +91,7 @@ describe('the REST lane and the generic stack', () => {
 
   it.each(lanePaths)('refuse %s the same without a credential or with a bad one', async (path) => {
     for (const headers of [
-      {},
+      {} as Record<string, string>,
       { authorization: 'Bearer not-a-token' },
       { authorization: 'Basic dXNlcjpwYXNz' },
       { 'x-service-key': '00000000-0000-4000-8000-000000000000' },
@@ -138,7 +138,7 @@ describe('the REST lane and the generic stack', () => {
 
   it('negotiates the type and CORS the same', async () => {
     for (const headers of [
-      { accept: 'application/service.rest.v1+json' },
+      { accept: 'application/service.rest.v1+json' } as Record<string, string>,
       { accept: 'application/json;q=0.5, application/service.rest.v1+json' },
       { accept: 'text/html' },
       { origin: APP_ORIGIN },
