@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
-import { expressPrototypes, fastLane, type LaneHandler } from './http.lane';
+import { fastLane, type LaneHandler } from './http.lane';
 
 /** A small app whose generic stack marks its answers, with the lane in front of it. */
 async function serve(stages: RequestHandler[], handler: LaneHandler) {
@@ -18,7 +18,7 @@ async function serve(stages: RequestHandler[], handler: LaneHandler) {
   app.get('/list', handler as RequestHandler);
   app.use(errors);
   const lane = fastLane(app, { stages, routes: new Map([['/list', handler]]), errors });
-  const server = http.createServer(expressPrototypes(app), (req, res) => {
+  const server = http.createServer((req, res) => {
     if (!lane(req, res)) app(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

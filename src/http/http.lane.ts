@@ -1,4 +1,4 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 
 /** A handler of the lane: it answers every outcome itself (a rejection goes to `errors`). */
@@ -70,24 +70,5 @@ export function fastLane(
     req.next = step;
     step();
     return true;
-  };
-}
-
-/**
- * `http.createServer` options whose requests and responses are born with an Express app's
- * prototypes: Express (and the lane) then find them already set, where changing the prototype of
- * two fresh objects per request cost about as much as the lane's whole chain.
- */
-export function expressPrototypes(app: ExpressApp): http.ServerOptions {
-  const born = (base: new (...args: never[]) => object, prototype: object) => {
-    function Born(...args: unknown[]): object {
-      return Reflect.construct(base, args, Born) as object;
-    }
-    Born.prototype = prototype;
-    return Born;
-  };
-  return {
-    IncomingMessage: born(http.IncomingMessage, app.request) as unknown as typeof http.IncomingMessage,
-    ServerResponse: born(http.ServerResponse, app.response) as unknown as typeof http.ServerResponse,
   };
 }

@@ -37,7 +37,7 @@ import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from '../graphql/graphql.context';
 import { cors } from '../http/http.cors';
-import { expressPrototypes, fastLane } from '../http/http.lane';
+import { fastLane } from '../http/http.lane';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
@@ -145,7 +145,7 @@ export async function createApp({
   app.set('trust proxy', 'loopback');
   // The REST lane answers its paths in front of the app (assigned once the stack is built).
   let restLane: (req: http.IncomingMessage, res: http.ServerResponse) => boolean = () => false;
-  const server = http.createServer(expressPrototypes(app), (req, res) => {
+  const server = http.createServer((req, res) => {
     if (!restLane(req, res)) void app(req, res);
   });
 
