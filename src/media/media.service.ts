@@ -175,6 +175,8 @@ export class MediaService {
     if (filter.type) conditions.push(['type = ?', filter.type]);
     if (include.length) conditions.push(['tags && ?::text[]', textArray(include)]);
     if (exclude.length) conditions.push(['not (tags && ?::text[])', textArray(exclude)]);
+    // The global manager: sqlPage only takes its pool and logger, and a fork per page cost about
+    // 3% of the REST list's CPU.
     return sqlPage(this.orm.em, 'media_assets', conditions, args, rowReader(this.orm, MediaAsset));
   }
 
