@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { DocumentNode, GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
@@ -91,7 +92,7 @@ export class DirectOperations {
   private find(req: Request): Found | null {
     const body = req.body as Record<string, unknown> | undefined;
     // JSON only: other types (multipart uploads) go through Apollo's CSRF prevention.
-    if (req.method !== 'POST' || !JSON_BODY.test(req.headers['content-type'] ?? '')) return null;
+    if (req.method !== 'POST' || !hasJsonBody(req)) return null;
     if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
     const { query, variables, operationName, extensions } = body;
     let text = query;
@@ -180,6 +181,11 @@ export class DirectOperations {
     }
     return type;
   }
+}
+
+/** A request whose body is declared `application/json` (what Apollo takes without CSRF checks). */
+export function hasJsonBody(req: IncomingMessage): boolean {
+  return JSON_BODY.test(req.headers['content-type'] ?? '');
 }
 
 /** Apollo's enrichment of an execution error before formatting: a code, and `http` taken out. */

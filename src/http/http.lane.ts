@@ -5,9 +5,13 @@ import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Respon
 export type LaneHandler = (req: Request, res: Response) => unknown;
 
 export interface LaneOptions {
+  /** The method of these routes (default GET; a GET with a body goes the generic way). */
+  method?: 'GET' | 'POST';
+  /** Which requests of that method may take the lane at all (say, JSON bodies only). */
+  admits?: (req: IncomingMessage) => boolean;
   /** The middlewares the generic stack runs before these routes, in the same order. */
   stages: RequestHandler[];
-  /** Handlers of `GET` by exact path (Express syntax without parameters: `/api/v1/media`). */
+  /** Handlers by exact path (Express syntax without parameters: `/api/v1/media`). */
   routes: ReadonlyMap<string, LaneHandler>;
   /** The generic stack's final error handler. */
   errors: ErrorRequestHandler;
@@ -35,11 +39,12 @@ interface ExpressApp {
  */
 export function fastLane(
   app: ExpressApp,
-  { stages, routes, errors }: LaneOptions,
+  { method = 'GET', admits, stages, routes, errors }: LaneOptions,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const noop = () => undefined;
   return (incoming, outgoing) => {
-    if (incoming.method !== 'GET' || hasBody(incoming)) return false;
+    if (incoming.method !== method || (method === 'GET' && hasBody(incoming))) return false;
+    if (admits && !admits(incoming)) return false;
     const url = incoming.url ?? '';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);

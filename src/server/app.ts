@@ -41,7 +41,7 @@ import { fastLane } from '../http/http.lane';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
-import { DirectOperations } from '../graphql/graphql.direct';
+import { DirectOperations, hasJsonBody } from '../graphql/graphql.direct';
 import { formatGraphQLError, requestLevelStatus } from '../graphql/graphql.errors';
 import { webAppRoutes } from './web-app';
 import { Loaders } from '../graphql/graphql.loaders';
@@ -144,9 +144,11 @@ export async function createApp({
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
   // The REST lane answers its paths in front of the app (assigned once the stack is built).
-  let restLane: (req: http.IncomingMessage, res: http.ServerResponse) => boolean = () => false;
+  type Lane = (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+  let lanes: Lane[] = [];
   const server = http.createServer((req, res) => {
-    if (!restLane(req, res)) void app(req, res);
+    for (const lane of lanes) if (lane(req, res)) return;
+    void app(req, res);
   });
 
   // The stages every request passes first, also run by the REST lane (below) in this order.
@@ -174,7 +176,8 @@ export async function createApp({
   if (config.graphqlIde) app.use(graphiqlRoutes());
   app.use(webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }));
 
-  app.use(jsonBodies(config.maxBodyBytes));
+  const bodies = jsonBodies(config.maxBodyBytes);
+  app.use(bodies);
 
   // Each HTTP context carries its response (Apollo copies contexts, symbols included), so the
   // request's log line can name the operation.
@@ -223,7 +226,12 @@ export async function createApp({
   const uploadLimit = limits.uploadMiddleware();
   app.post('/uploads/upload', uploadLimit);
   // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
-  app.use(idempotentRequests(services.idempotency, ['/api/v1/deployments', '/api/v1/tokens', '/graphql']));
+  const idempotency = idempotentRequests(services.idempotency, [
+    '/api/v1/deployments',
+    '/api/v1/tokens',
+    '/graphql',
+  ]);
+  app.use(idempotency);
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -287,7 +295,8 @@ export async function createApp({
     uploadLimit(req, res, (err?: unknown) => (err ? next(err) : graphqlUploads(req, res, next)));
   });
   app.use('/graphql', direct.handler);
-  app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
+  const apolloHandler = expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) });
+  app.use('/graphql', apolloHandler);
 
   const login = loginRoutes(config, services);
   app.use(login);
@@ -298,7 +307,8 @@ export async function createApp({
   app.use(createRestRouter(rest));
   app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 
-  app.use(noRoute());
+  const notFound = noRoute();
+  app.use(notFound);
   const errors = errorResponses(config.maxBodyBytes, log);
   app.use(errors);
 
@@ -308,7 +318,7 @@ export async function createApp({
   // the table serves (`/api/v1/fetch-metadata` first goes through the login routes) keep the
   // generic way.
   const claimed = new Set([openApi, login, jobEvents].flatMap(routePaths));
-  restLane = fastLane(app, {
+  const restLane = fastLane(app, {
     stages: [...firstStages, authenticate, requestLimits],
     routes: new Map(
       rest
@@ -319,6 +329,25 @@ export async function createApp({
     ),
     errors,
   });
+  // `POST /graphql` with a JSON body of a stated length (what clients send), the same way: the
+  // stages it meets in the generic stack (the multipart stage passes JSON on), the direct answer
+  // of a known document, else Apollo. A chunked body goes the generic way (tests compare both).
+  const graphqlLane = fastLane(app, {
+    method: 'POST',
+    admits: (req) => req.headers['content-length'] !== undefined && hasJsonBody(req),
+    stages: [...firstStages, bodies, authenticate, requestLimits, idempotency, direct.handler],
+    routes: new Map([
+      [
+        '/graphql',
+        (req: Request, res: Response) =>
+          apolloHandler(req, res, (err?: unknown) =>
+            err ? errors(err, req, res, () => undefined) : notFound(req, res, () => undefined),
+          ),
+      ],
+    ]),
+    errors,
+  });
+  lanes = [restLane, graphqlLane];
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
