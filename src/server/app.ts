@@ -38,6 +38,7 @@ import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from '../graphql/graphql.context';
 import { cors } from '../http/http.cors';
 import { fastLane } from '../http/http.lane';
+import { plainJsonBodies } from '../http/http.json-body';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
@@ -335,7 +336,14 @@ export async function createApp({
   const graphqlLane = fastLane(app, {
     method: 'POST',
     admits: (req) => req.headers['content-length'] !== undefined && hasJsonBody(req),
-    stages: [...firstStages, bodies, authenticate, requestLimits, idempotency, direct.handler],
+    stages: [
+      ...firstStages,
+      plainJsonBodies(config.maxBodyBytes, bodies),
+      authenticate,
+      requestLimits,
+      idempotency,
+      direct.handler,
+    ],
     routes: new Map([
       [
         '/graphql',
