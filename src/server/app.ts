@@ -317,7 +317,7 @@ export async function createApp({
   // stages a GET without a body meets on its way there (the body parser and idempotency pass
   // such a request on), then the same handler (src/http/http.lane.ts). Paths a router before
   // the table serves (`/api/v1/fetch-metadata` first goes through the login routes) keep the
-  // generic way.
+  // generic way: a router mounted before the table joins `claimed`.
   const claimed = new Set([openApi, login, jobEvents].flatMap(routePaths));
   const restLane = fastLane(app, {
     stages: [...firstStages, authenticate, requestLimits],
