@@ -387,6 +387,14 @@ export async function run(): Promise<void> {
         'RSS MiB': ((rss.get(sut.service) ?? NaN) / MiB).toFixed(0),
       },
       { process: 'PostGraphile v4', 'RSS MiB': ((rss.get(peer) ?? NaN) / MiB).toFixed(0) },
+      ...(before
+        ? [
+            {
+              process: `the service, build of ${beforeDist}`,
+              'RSS MiB': ((rss.get(before) ?? NaN) / MiB).toFixed(0),
+            },
+          ]
+        : []),
     ]);
     if (SMOKE) console.log('\n(smoke mode: tiny sizes, figures not meaningful)');
   } finally {

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, uploadFile } from './helpers/media';
+import { requestsCounted } from './helpers/metrics';
 
 /**
  * `POST /graphql` with a JSON body takes a lane in front of Express (src/http/http.lane.ts): the
@@ -149,14 +150,7 @@ describe('POST /graphql: the lane and the generic stack', () => {
   });
 
   it('counts both in the metrics under /graphql', async () => {
-    const count = async () => {
-      const text = await t.runtime.metrics.registry.getSingleMetricAsString('http_request_duration_seconds');
-      const m =
-        /http_request_duration_seconds_count\{method="POST",route="\/graphql",status="200"\} (\d+)/.exec(
-          text,
-        );
-      return Number(m?.[1] ?? 0);
-    };
+    const count = () => requestsCounted(t, 'POST', '/graphql', 200);
     const before = await count();
     await bothWays({ query: LIST, variables: { n: 1 } }, { authorization: alice });
     expect(await count()).toBe(before + 2);

@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, uploadFile } from './helpers/media';
 import { eventually } from './helpers/stub-process';
+import { sample } from './helpers/metrics';
 
 /**
  * Prometheus metrics on METRICS_PORT, scraped over real HTTP from an API process and from a
@@ -31,17 +32,6 @@ async function scrape(base: string): Promise<string> {
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
   return res.text();
-}
-
-/** The value of a sample `name{labels}` (labels given must all match), or undefined. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
-  }
-  return undefined;
 }
 
 async function createIdleJob(): Promise<string> {

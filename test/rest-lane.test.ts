@@ -2,6 +2,7 @@ import http from 'node:http';
 import { restRoutes } from '../rest-compat/routes';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, uploadFile } from './helpers/media';
+import { requestsCounted } from './helpers/metrics';
 
 /**
  * The REST lane (src/http/http.lane.ts) answers the table's GET paths without parameters in
@@ -157,14 +158,7 @@ describe('the REST lane and the generic stack', () => {
   });
 
   it('counts both in the metrics under the route pattern', async () => {
-    const count = async () => {
-      const text = await t.runtime.metrics.registry.getSingleMetricAsString('http_request_duration_seconds');
-      const m =
-        /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/models",status="200"\} (\d+)/.exec(
-          text,
-        );
-      return Number(m?.[1] ?? 0);
-    };
+    const count = () => requestsCounted(t, 'GET', '/api/v1/models', 200);
     const before = await count();
     await bothWays('/api/v1/models', { authorization: alice });
     expect(await count()).toBe(before + 2);
