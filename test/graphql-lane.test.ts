@@ -149,11 +149,16 @@ describe('POST /graphql: the lane and the generic stack', () => {
     expect(cors.lane.headers['access-control-allow-origin']).toBe(APP_ORIGIN);
   });
 
-  it('counts both in the metrics under /graphql', async () => {
+  it('counts both in the metrics under /graphql, and a refused one under no route', async () => {
     const count = () => requestsCounted(t, 'POST', '/graphql', 200);
     const before = await count();
     await bothWays({ query: LIST, variables: { n: 1 } }, { authorization: alice });
     expect(await count()).toBe(before + 2);
+    // Refused before reaching GraphQL: no route, either way.
+    const refused = () => requestsCounted(t, 'POST', '(unmatched)', 401);
+    const refusedBefore = await refused();
+    await bothWays({ query: LIST }, { authorization: 'Bearer not-a-token' });
+    expect(await refused()).toBe(refusedBefore + 2);
   });
 
   it('replays a mutation under the same Idempotency-Key on the lane', async () => {

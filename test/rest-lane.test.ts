@@ -162,6 +162,11 @@ describe('the REST lane and the generic stack', () => {
     const before = await count();
     await bothWays('/api/v1/models', { authorization: alice });
     expect(await count()).toBe(before + 2);
+    // Refused before reaching the route: no route, either way.
+    const refused = () => requestsCounted(t, 'GET', '(unmatched)', 401);
+    const refusedBefore = await refused();
+    await bothWays('/api/v1/models', { authorization: 'Bearer not-a-token' });
+    expect(await refused()).toBe(refusedBefore + 2);
   });
 });
 

@@ -10,9 +10,10 @@ function bodyError(status: number, type: string, message: string): Error {
 /**
  * The common case of a JSON body read without body-parser's general machinery (content-type
  * and charset parsing, raw-body's stream bookkeeping, iconv): `application/json` in UTF-8, not
- * compressed, of a stated length within the limit. It reads and answers exactly as body-parser's
- * `json()` with `strict` does (a BOM dropped, `{}` for nothing, only an object or an array at the
- * top, the same error types); any other request goes to `fallback`, the full parser.
+ * compressed, of a stated length within the limit. It reads as body-parser's `json()` with
+ * `strict` does (a BOM dropped, only an object or an array at the top) and fails with the same
+ * error types and statuses, which the error handler answers by (the messages differ); any other
+ * request goes to `fallback`, the full parser.
  */
 export function plainJsonBodies(maxBodyBytes: number, fallback: RequestHandler): RequestHandler {
   return (req, res, next) => {
@@ -22,7 +23,8 @@ export function plainJsonBodies(maxBodyBytes: number, fallback: RequestHandler):
       !(length > 0 && length <= maxBodyBytes) ||
       (encoding !== undefined && encoding.toLowerCase() !== 'identity') ||
       !PLAIN_JSON.test(req.headers['content-type'] ?? '') ||
-      req.readableEnded
+      req.readableEnded ||
+      req.destroyed
     )
       return fallback(req, res, next);
     const chunks: Buffer[] = [];

@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 
-/** A handler of the lane: it answers every outcome itself (a rejection goes to `errors`). */
+/**
+ * A handler of the lane: it answers every outcome itself (a rejection goes to `errors`). Stages
+ * and handlers call `next()` or `next(err)`; `next('route')` and `next('router')` have no
+ * meaning here and would be taken as errors.
+ */
 export type LaneHandler = (req: Request, res: Response) => unknown;
 
 export interface LaneOptions {
@@ -29,13 +33,13 @@ interface ExpressApp {
 }
 
 /**
- * A shortcut for the busiest `GET` paths, in front of the Express app: the same middlewares and
- * the same handler as the generic stack, run as one fixed chain. Express otherwise matches every
+ * A shortcut for the busiest paths, in front of the Express app: the same middlewares and the
+ * same handler as the generic stack, run as one fixed chain. Express otherwise matches every
  * request against each layer and sub-router before them (some forty, many of them regular
  * expressions), with its router's bookkeeping around each `next`. Answers false for anything
- * that is not exactly one of these paths (another method, a body, a trailing slash, other letter
- * case), which the app then answers the generic way, the same. Stages keep Express's contract:
- * `next(err)` and a thrown or rejected error go to the error handler.
+ * that is not exactly one of these paths with the lane's method (or a `GET` with a body, or a
+ * request `admits` refuses), which the app then answers the generic way, the same. Stages keep
+ * Express's contract: `next(err)` and a thrown or rejected error go to the error handler.
  */
 export function fastLane(
   app: ExpressApp,
@@ -50,8 +54,7 @@ export function fastLane(
     const path = q < 0 ? url : url.slice(0, q);
     const handler = routes.get(path);
     if (!handler) return false;
-    // What Express's app and router set up for a matched route (x-powered-by is off); the
-    // metrics label a request by `req.route.path`.
+    // What Express's app and router set up (x-powered-by is off).
     const req = Object.setPrototypeOf(incoming, app.request) as Request;
     const res = Object.setPrototypeOf(outgoing, app.response) as Response;
     req.res = res;
@@ -60,13 +63,30 @@ export function fastLane(
     req.originalUrl = url;
     req.baseUrl = '';
     req.params = {};
-    req.route = { path };
-    const fail = (err: unknown) => errors(err, req, res, noop);
+    const fail = (err: unknown) => {
+      try {
+        errors(err, req, res, noop);
+      } catch {
+        // Express's router would answer a failing error handler with finalhandler's 500.
+        if (res.headersSent) res.destroy();
+        else {
+          res.statusCode = 500;
+          res.end();
+        }
+      }
+    };
     let i = 0;
     const step: NextFunction = (err?: unknown) => {
       if (err) return fail(err);
       try {
-        const out = i < stages.length ? stages[i++](req, res, step) : handler(req, res);
+        let out: unknown;
+        if (i < stages.length) out = stages[i++](req, res, step);
+        else {
+          // Only a request that reached its route is labelled by it in the metrics (as in Express:
+          // one refused by a stage is counted `(unmatched)`).
+          req.route = { path };
+          out = handler(req, res);
+        }
         if (out instanceof Promise) out.catch((e: unknown) => fail(e ?? new Error('Rejected promise')));
       } catch (e) {
         fail(e);

@@ -144,7 +144,7 @@ export async function createApp({
   // under /media carry their SHA-256 as a strong ETag, set by their own route.)
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
-  // The REST lane answers its paths in front of the app (assigned once the stack is built).
+  // The lanes answer their paths in front of the app (assigned once the stack is built).
   type Lane = (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
   let lanes: Lane[] = [];
   const server = http.createServer((req, res) => {
@@ -152,7 +152,7 @@ export async function createApp({
     void app(req, res);
   });
 
-  // The stages every request passes first, also run by the REST lane (below) in this order.
+  // The stages every request passes first, also run by the lanes (below) in this order.
   const firstStages = [
     requestIds(),
     httpMetrics(metrics),
@@ -219,11 +219,11 @@ export async function createApp({
       next(err);
     }
   };
-  app.use(['/graphql', '/api', '/uploads'], authenticate);
-  // Then every request spends its principal's allowance (its address's when anonymous).
+  // Then every request spends its principal's allowance (its address's when anonymous). The
+  // lanes run this very list: a stage added here guards them too.
   const limits = new RequestLimits(orm, config, log);
-  const requestLimits = limits.requestMiddleware();
-  app.use(['/graphql', '/api', '/uploads'], requestLimits);
+  const apiStages = [authenticate, limits.requestMiddleware()];
+  app.use(['/graphql', '/api', '/uploads'], ...apiStages);
   const uploadLimit = limits.uploadMiddleware();
   app.post('/uploads/upload', uploadLimit);
   // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
@@ -308,8 +308,7 @@ export async function createApp({
   app.use(createRestRouter(rest));
   app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 
-  const notFound = noRoute();
-  app.use(notFound);
+  app.use(noRoute());
   const errors = errorResponses(config.maxBodyBytes, log);
   app.use(errors);
 
@@ -320,7 +319,7 @@ export async function createApp({
   // generic way: a router mounted before the table joins `claimed`.
   const claimed = new Set([openApi, login, jobEvents].flatMap(routePaths));
   const restLane = fastLane(app, {
-    stages: [...firstStages, authenticate, requestLimits],
+    stages: [...firstStages, ...apiStages],
     routes: new Map(
       rest
         .filter(
@@ -331,25 +330,21 @@ export async function createApp({
     errors,
   });
   // `POST /graphql` with a JSON body of a stated length (what clients send), the same way: the
-  // stages it meets in the generic stack (the multipart stage passes JSON on), the direct answer
-  // of a known document, else Apollo. A chunked body goes the generic way (tests compare both).
+  // stages it meets in the generic stack (the multipart stage passes JSON on), then the direct
+  // answer of a known document, else Apollo (whose handler answers everything itself). A chunked
+  // body goes the generic way (tests compare both).
   const graphqlLane = fastLane(app, {
     method: 'POST',
     admits: (req) => req.headers['content-length'] !== undefined && hasJsonBody(req),
-    stages: [
-      ...firstStages,
-      plainJsonBodies(config.maxBodyBytes, bodies),
-      authenticate,
-      requestLimits,
-      idempotency,
-      direct.handler,
-    ],
+    stages: [...firstStages, plainJsonBodies(config.maxBodyBytes, bodies), ...apiStages, idempotency],
     routes: new Map([
       [
         '/graphql',
         (req: Request, res: Response) =>
-          apolloHandler(req, res, (err?: unknown) =>
-            err ? errors(err, req, res, () => undefined) : notFound(req, res, () => undefined),
+          new Promise((resolve, reject) =>
+            direct.handler(req, res, (err?: unknown) =>
+              err ? reject(err) : resolve(apolloHandler(req, res, reject)),
+            ),
           ),
       ],
     ]),

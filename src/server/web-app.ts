@@ -83,9 +83,15 @@ export function webAppRoutes({ dir, mediaOrigins }: WebAppOptions): Router {
   });
 
   router.get(/.*/, (req, res, next) => {
-    if (RESERVED.test(req.path) || !existsSync(index)) return next();
+    // Passed on, the request is not this route's: an error answered later (a 401 of the API,
+    // say) must not be labelled by it in the metrics.
+    const passOn = () => {
+      req.route = undefined;
+      next();
+    };
+    if (RESERVED.test(req.path) || !existsSync(index)) return passOn();
     // Only navigations: an API client asking for JSON keeps the JSON 404.
-    if (req.accepts(['application/json', 'text/html']) !== 'text/html') return next();
+    if (req.accepts(['application/json', 'text/html']) !== 'text/html') return passOn();
     // A visitor without a session goes through the login flow first and comes back here. (With a
     // cookie that has expired, the app finds out from the token endpoint and does the same.)
     if (!readCookie(req, SESSION_COOKIE) && req.path !== SIGNED_OUT_PATH) {
