@@ -166,7 +166,9 @@ export class JobRunner implements LocalWorker {
     return {
       workerId: this.instanceId,
       follow: (job) => {
-        if (free()) this.follow(job, false);
+        // Created while this worker began to stop: left `starting`, for reconciliation to fail as
+        // an infrastructure failure (retried per max_retries), as if the worker had died then.
+        if (free() && !this.stopping) this.follow(job, false);
       },
       release: () => {
         if (free()) this.waiting.shift()?.();
