@@ -481,6 +481,121 @@ describe('cancel and timeout', () => {
   });
 });
 
+describe('dispatch', () => {
+  /** The job's worker and how many dispatch tasks the queue holds for it. */
+  async function dispatchOf(jobId: string): Promise<{ workerId: string | null; tasks: number }> {
+    const em = t.runtime.orm.em.fork();
+    const [job] = await em.execute('select worker_id from jobs where id = ?', [jobId]);
+    const [{ n }] = await em.execute(
+      `select count(*)::int as n from graphile_worker._private_jobs j
+       join graphile_worker._private_tasks k on k.id = j.task_id
+       where k.identifier = 'dispatch_job' and j.payload->>'jobId' = ?`,
+      [jobId],
+    );
+    return { workerId: job.worker_id, tasks: n };
+  }
+
+  async function create(modelId: string): Promise<{ id: string; status: string }> {
+    const res = await t.gql(
+      'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { job { id status } } }',
+      { input: { name: 'dispatch', modelId, args: {} } },
+      alice,
+    );
+    expect(res.body.errors).toBeUndefined();
+    return res.body.data.createDeployment.job;
+  }
+
+  const cancel = (id: string) => t.gql('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id }, alice);
+
+  it('claims a job in its creating statement while a slot is free, showing every state in order', async () => {
+    const idle = await programModel('idle');
+    const client = connect(alice);
+    try {
+      const all = collect<{ jobs: { id: string; status: string } }>(
+        client,
+        'subscription { jobs { id status } }',
+        {},
+        (e) => e.some((x) => x.jobs.status === 'RUNNING'),
+      );
+      await new Promise((r) => setTimeout(r, 200)); // the subscription is registered
+      const job = await create(idle);
+      // Claimed by this process's worker as it was created: no task went through the queue.
+      expect(job.status).toBe('STARTING');
+      expect(await dispatchOf(job.id)).toEqual({ workerId: t.runtime.runner!.instanceId, tasks: 0 });
+      const seen = (await all.done).filter((e) => e.jobs.id === job.id).map((e) => e.jobs.status);
+      expect(seen).toEqual(['QUEUED', 'STARTING', 'RUNNING']);
+      const transitions = await t.gql(
+        'query ($id: ID!) { job(id: $id) { transitions { from to } } }',
+        { id: job.id },
+        alice,
+      );
+      expect(transitions.body.data.job.transitions).toEqual([
+        { from: null, to: 'QUEUED' },
+        { from: 'QUEUED', to: 'STARTING' },
+        { from: 'STARTING', to: 'RUNNING' },
+      ]);
+      // Still a job like any other: the queue's task never comes, and canceling stops it.
+      await cancel(job.id);
+      expect((await waitForJob(t, alice, job.id)).status).toBe('CANCELED');
+    } finally {
+      await client.dispose();
+    }
+  });
+
+  it('queues a job when no slot is free, or while others are queued; each runs once a slot frees', async () => {
+    const idle = await programModel('idle');
+    const busy = [await create(idle), await create(idle)];
+    for (const b of busy) await waitForJob(t, alice, b.id, (j) => j.status === 'RUNNING');
+    const client = connect(alice);
+    const em = t.runtime.orm.em.fork();
+    let stray: string | undefined;
+    try {
+      const all = collect<{ jobs: { id: string; status: string } }>(
+        client,
+        'subscription { jobs { id status } }',
+        {},
+        (e) => e.filter((x) => x.jobs.status === 'RUNNING').length === 2,
+      );
+      await new Promise((r) => setTimeout(r, 200)); // the subscription is registered
+      // Both slots are taken: queued, with its dispatch task.
+      const queued = await create(idle);
+      expect(queued.status).toBe('QUEUED');
+      expect(await dispatchOf(queued.id)).toEqual({ workerId: null, tasks: 1 });
+      // A slot frees: the queued job takes it, through the queue.
+      await cancel(busy[0].id);
+      await waitForJob(t, alice, queued.id, (j) => j.status === 'RUNNING');
+      expect((await dispatchOf(queued.id)).workerId).toBe(t.runtime.runner!.instanceId);
+      // A slot is free, but another job waits in the queue (here one without a task, as if
+      // another worker's): a new job queues behind it rather than taking the slot first.
+      await cancel(busy[1].id);
+      await waitForJob(t, alice, busy[1].id, (j) => j.status === 'CANCELED');
+      [{ id: stray }] = await em.execute(
+        `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
+                           container, machine_type, machine_count, timeout_seconds, log_tail, created_at, updated_at)
+         select gen_random_uuid(), deployment_id, model_id, owner_type, owner_id, 'queued', executor, argv, inputs,
+                container, machine_type, machine_count, timeout_seconds, '', now(), now()
+         from jobs where id = ? returning id`,
+        [queued.id],
+      );
+      const next = await create(idle);
+      expect(next.status).toBe('QUEUED');
+      await waitForJob(t, alice, next.id, (j) => j.status === 'RUNNING');
+      const seen = await all.done;
+      for (const id of [queued.id, next.id])
+        expect(seen.filter((e) => e.jobs.id === id).map((e) => e.jobs.status)).toEqual([
+          'QUEUED',
+          'STARTING',
+          'RUNNING',
+        ]);
+      for (const j of [queued, next]) await cancel(j.id);
+      for (const j of [queued, next]) expect((await waitForJob(t, alice, j.id)).status).toBe('CANCELED');
+    } finally {
+      if (stray) await em.execute('delete from jobs where id = ?', [stray]);
+      await client.dispose();
+    }
+  }, 120_000);
+});
+
 describe('resilience', () => {
   it('releases the event listeners of subscriptions that end or are dropped', async () => {
     const modelId = await programModel('argv');

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ReferenceKind, type EntityClass } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isUuid } from '../common/ids';
@@ -134,25 +135,43 @@ export async function readByIds<T>(
  * `execute` first writes every value into the SQL text (escaping each) and passes the text
  * through knex, which cost more than a list's or a loader's own query. The ORM's query log
  * still sees it. `?` placeholders, as for the ORM (none may appear in the SQL otherwise).
+ *
+ * `prepared`: a named prepared statement, parsed and planned once per connection (the planning
+ * of the busiest writes, large CTEs, cost more than running them). Only for statements of a
+ * bounded set of texts whose result columns are named (no `select *` at the top: a prepared
+ * statement whose result shape changes under it fails).
  */
 export async function queryRows(
   em: EntityManager,
   sql: string,
   values: unknown[],
+  prepared = false,
 ): Promise<Record<string, unknown>[]> {
   let n = 0;
   const text = sql.replace(/\?/g, () => `$${++n}`);
   em.config.getLogger().logQuery({ query: text, params: values, level: 'info' });
   const client = em.getKnex().client as {
     acquireConnection(): Promise<{
-      query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+      query(query: {
+        text: string;
+        values: unknown[];
+        name?: string;
+      }): Promise<{ rows: Record<string, unknown>[] }>;
     }>;
     releaseConnection(connection: unknown): Promise<void>;
   };
   const connection = await client.acquireConnection();
   try {
-    return (await connection.query(text, values)).rows;
+    return (await connection.query({ text, values, name: prepared ? statementName(text) : undefined })).rows;
   } finally {
     await client.releaseConnection(connection);
   }
+}
+
+/** Prepared statements' names, by text: one per text, the same on every connection. */
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) statementNames.set(text, (name = `q_${createHash('sha1').update(text).digest('hex')}`));
+  return name;
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
-import { readByIds } from '../db/rows';
+import { queryRows, readByIds } from '../db/rows';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
 import { buildArgv } from '../jobs/job.command';
@@ -15,6 +15,7 @@ import { DISPATCH_TASK, deadlineTaskSql, jobEventSql, queuedCopySql } from '../j
 import { isTerminal } from '../jobs/job.states';
 import { MAX_WAIT_SECONDS, type JobWaiter } from '../jobs/job.wait';
 import { parseDuration } from '../common/duration';
+import type { LocalWorker } from '../jobs/job.claim';
 import type { JobLifecycle } from '../jobs/job.lifecycle';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
@@ -55,6 +56,9 @@ export function cancelAfterSeconds(text: string | null | undefined): number | nu
 }
 
 export class DeploymentService {
+  /** The worker of this process, when it has one that may claim the jobs created here. */
+  private worker: LocalWorker | null = null;
+
   constructor(
     private readonly orm: MikroORM,
     private readonly config: Pick<
@@ -74,6 +78,14 @@ export class DeploymentService {
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
   ) {}
+
+  /**
+   * Jobs created from now on are claimed by `worker` (this process's) in their creating statement
+   * while it has a free slot, instead of going through the queue; null: always queued.
+   */
+  claimIn(worker: LocalWorker | null): void {
+    this.worker = worker;
+  }
 
   /**
    * Where a job's processes run and write, one directory per job under JOBS_DIR: on the worker's
@@ -144,9 +156,9 @@ export class DeploymentService {
     }
 
     const owner = ownerOf(principal);
-    // Built by the ORM (ids and defaults live in the entities), written below in one statement.
-    const em = this.orm.em.fork();
-    const deployment = em.create(Deployment, {
+    // Plain entity objects (ids and defaults live in the entities; the ORM's unit of work, which
+    // would only hold them, cost more than building them), written below in one statement.
+    const deployment = Object.assign(new Deployment(), {
       ownerType: owner.type,
       ownerId: owner.id,
       name,
@@ -156,7 +168,7 @@ export class DeploymentService {
       webhook: webhook.webhook,
       webhookEventsFilter: webhook.events,
     });
-    const job = em.create(Job, {
+    const job = Object.assign(new Job(), {
       id: jobId,
       deployment,
       modelId: model.id,
@@ -171,63 +183,91 @@ export class DeploymentService {
       timeoutSeconds: model.timeoutSeconds,
       maxRetries: model.maxRetries,
     });
-    // The service's hottest write, in one round trip and atomically: the deployment, its queued
-    // job and first transition, the model's run count, the dispatch task (so a job is dispatched
-    // if and only if it was created), its deadline task and the `queued` event (sent on commit).
-    const [created]: { created_at: string; deadline_at: string | null }[] = await em.execute(
-      `with d as (
+    // A worker of this process with a free slot claims the job in the same statement (`starting`,
+    // no dispatch task): the queue's round trips and the claim's own statement are saved. The
+    // claim commits before the program starts, as a claim through the queue does. While other
+    // jobs are queued, it queues behind them (first come, first served).
+    const claim = this.worker?.reserve(jobId) ?? null;
+    // The service's hottest write, in one round trip and atomically: the deployment, its job and
+    // first transition (and, claimed, its second), the model's run count, the dispatch task unless
+    // claimed (so a job is dispatched if and only if it was created), its deadline task and its
+    // events, in order (sent on commit).
+    let created: Record<string, unknown>[];
+    try {
+      created = await queryRows(
+        this.orm.em,
+        `with d as (
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
                                   webhook, webhook_events_filter, created_at)
          values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),
+       w as (select ?::uuid as id where not exists (select 1 from jobs where status = 'queued')),
        j as (
-         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
+         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
                            container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
                            log_tail, created_at, updated_at)
-         select ?, d.id, ?, ?, ?, 'queued', ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?,
-                now() + make_interval(secs => ?::double precision), '', now(), now() from d
+         select ?, d.id, ?, ?, ?, case when w.id is null then 'queued' else 'starting' end, w.id, ?, ?::jsonb, ?::jsonb,
+                ?, ?, ?, ?, ?, now() + make_interval(secs => ?::double precision), '', now(), now()
+                from d left join w on true
          returning *),
        t as (insert into job_transitions (job_id, from_status, to_status, at)
-             select id, null, 'queued', created_at from j returning id as seq),
+             select j.id, s.from_status, s.to_status, j.created_at
+             from j, (values (1, null, 'queued'), (2, 'queued', 'starting')) as s(n, from_status, to_status)
+             where s.n = 1 or j.worker_id is not null order by s.n
+             returning id as seq, from_status, to_status),
        m as (${RUN_COUNT_INCREMENT}),
-       q as (select graphile_worker.add_job(?, json_build_object('jobId', ?::text), max_attempts => 5),
+       q as (select case when j.worker_id is null then (select 1 from graphile_worker.add_job(?,
+                      json_build_object('jobId', j.id::text), max_attempts => 5)) end,
                     ${deadlineTaskSql('j')} from j)
-       select j.created_at, j.deadline_at, pg_notify(?, ${jobEventSql('j', 't.seq', 'null::text')})
-       from j, t, q`,
-      [
-        deployment.id,
-        owner.type,
-        owner.id,
-        name,
-        model.id,
-        JSON.stringify(values),
-        deployment.sourceAssetId,
-        deployment.targetAssetId,
-        deployment.webhook,
-        `{${deployment.webhookEventsFilter.join(',')}}`,
-        deployment.createdAt,
-        jobId,
-        model.id,
-        owner.type,
-        owner.id,
-        job.executor,
-        JSON.stringify(argv),
-        JSON.stringify(inputs),
-        job.container,
-        job.machineType,
-        job.machineCount,
-        job.timeoutSeconds,
-        job.maxRetries,
-        cancelAfter,
-        model.id,
-        DISPATCH_TASK,
-        jobId,
-        CHANNELS.jobs,
-      ],
-    );
+       select j.created_at, j.deadline_at, j.worker_id is not null as claimed,
+              pg_notify(?, ${jobEventSql('j', 't.seq', 't.from_status', 't.to_status')})
+       from j, t, q order by t.seq`,
+        [
+          deployment.id,
+          owner.type,
+          owner.id,
+          name,
+          model.id,
+          JSON.stringify(values),
+          deployment.sourceAssetId,
+          deployment.targetAssetId,
+          deployment.webhook,
+          `{${deployment.webhookEventsFilter.join(',')}}`,
+          deployment.createdAt,
+          claim?.workerId ?? null,
+          jobId,
+          model.id,
+          owner.type,
+          owner.id,
+          job.executor,
+          JSON.stringify(argv),
+          JSON.stringify(inputs),
+          job.container,
+          job.machineType,
+          job.machineCount,
+          job.timeoutSeconds,
+          job.maxRetries,
+          cancelAfter,
+          model.id,
+          DISPATCH_TASK,
+          CHANNELS.jobs,
+        ],
+        true,
+      );
+    } catch (err) {
+      claim?.release();
+      throw err;
+    }
+    const [first] = created;
     // Times on the database's clock, like every later transition of the job.
-    job.createdAt = job.updatedAt = new Date(created.created_at);
-    job.deadlineAt = created.deadline_at === null ? null : new Date(created.deadline_at);
+    job.createdAt = job.updatedAt = new Date(first.created_at as string);
+    job.deadlineAt = first.deadline_at === null ? null : new Date(first.deadline_at as string);
     this.lifecycle?.created(job, deployment.id);
+    if (claim && first.claimed) {
+      job.status = 'starting';
+      job.workerId = claim.workerId;
+      this.lifecycle?.transitioned(job, 'queued');
+      claim.follow(job);
+    } else claim?.release();
     return { deployment, job };
   }
 

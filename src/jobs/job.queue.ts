@@ -42,18 +42,18 @@ export function queuedCopySql(p: string, source: string): string {
 }
 
 /**
- * The JSON text of a job event for the row `j` (after its change), its transition's id `seq` and
- * previous state `from`. Subscribers answer from it without reading the job when the fields they
+ * The JSON text of a job event for the row `j` (after its change), its transition's id `seq`,
+ * previous state `from` and state `status` (the row's own unless given). Subscribers answer from it without reading the job when the fields they
  * asked for are in it; so that NOTIFY's 8000-byte limit holds, the columns of unbounded size are
  * put in only below a size (the log tail never): at most about 6.7 KB in all.
  */
-export function jobEventSql(j: string, seq: string, from: string): string {
+export function jobEventSql(j: string, seq: string, from: string, status = `${j}.status`): string {
   const ifSmall = (key: string, column: string, bytes: number) =>
     `case when coalesce(octet_length(${column}::text), 0) <= ${bytes} then jsonb_build_object('${key}', ${column}) else '{}' end`;
   return `json_build_object('jobId', ${j}.id, 'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id,
-    'status', ${j}.status, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
+    'status', ${status}, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
     jsonb_build_object('id', ${j}.id, 'deploymentId', ${j}.deployment_id, 'modelId', ${j}.model_id,
-      'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${j}.status,
+      'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${status},
       'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
       'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,
       'exitCode', ${j}.exit_code, 'queueSeconds', ${j}.queue_seconds, 'runSeconds', ${j}.run_seconds,

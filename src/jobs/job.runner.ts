@@ -12,6 +12,7 @@ import { DISPATCH_TASK } from '../deployments/deployment.service';
 import { CHANNELS, type EventBus } from '../events/event-bus';
 import type { Executor } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
+import type { JobReservation, LocalWorker } from './job.claim';
 import type { Job } from './job.entity';
 import { JobFollow, type FollowContext } from './job.follow';
 import type { LogLine } from './job.log';
@@ -71,7 +72,7 @@ interface FollowedRow {
  * worker then follows it with all its others from the executor's one loop, up to `concurrency`
  * jobs, and any worker can take over the jobs of one that is gone.
  */
-export class JobRunner {
+export class JobRunner implements LocalWorker {
   readonly instanceId = randomUUID();
   private readonly host = os.hostname();
   private readonly runners: Runner[] = [];
@@ -94,7 +95,7 @@ export class JobRunner {
   constructor(
     private readonly orm: MikroORM,
     private readonly jobs: JobService,
-    deployments: DeploymentService,
+    private readonly deployments: DeploymentService,
     media: MediaService,
     private readonly executor: Executor,
     private readonly bus: EventBus,
@@ -145,6 +146,34 @@ export class JobRunner {
       applicationName: 'media-platform-queue',
     });
     await this.startQueue(concurrency);
+    // Jobs created in this process while a slot is free are claimed by their creating statement.
+    if (!this.executor.detached) this.deployments.claimIn(this);
+  }
+
+  /**
+   * A slot for a job about to be created in this process (see JobReservation), while one is free.
+   * Only for an executor whose jobs run in this process (the local one): a cluster's submissions
+   * are bounded by the dispatch tasks. Queued jobs wait for slots taken this way (see dispatch).
+   */
+  reserve(jobId: string): JobReservation | null {
+    if (this.stopping || this.following.size >= this.opts.concurrency) return null;
+    this.following.set(jobId, null);
+    const free = () => {
+      if (this.following.get(jobId) !== null) return false;
+      this.following.delete(jobId);
+      return true;
+    };
+    return {
+      workerId: this.instanceId,
+      follow: (job) => {
+        // Created while this worker began to stop: left `starting`, for reconciliation to fail as
+        // an infrastructure failure (retried per max_retries), as if the worker had died then.
+        if (free() && !this.stopping) this.follow(job, false);
+      },
+      release: () => {
+        if (free()) this.waiting.shift()?.();
+      },
+    };
   }
 
   /**
@@ -207,6 +236,7 @@ export class JobRunner {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.deployments.claimIn(null);
     for (const t of this.timers) clearInterval(t);
     for (const wake of this.waiting.splice(0)) wake();
     if (this.executor.detached) {
@@ -261,7 +291,8 @@ export class JobRunner {
 
   /** The dispatch task: idempotent, since only the worker that moves a job out of `queued` runs it. */
   private async dispatch(jobId: string): Promise<void> {
-    if (this.executor.detached) await this.room();
+    // Slots may be held by jobs claimed where they were created (reserve), not by tasks only.
+    await this.room();
     if (this.stopping) throw new WorkerStopping('the worker is shutting down; the job stays queued');
     this.following.set(jobId, null);
     try {

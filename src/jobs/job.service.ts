@@ -3,7 +3,7 @@ import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/princi
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { sqlPage, type Page, type PageArgs } from '../common/pagination';
-import { prefixedColumns, rowReader } from '../db/rows';
+import { prefixedColumns, queryRows, rowReader } from '../db/rows';
 import { Deployment } from '../deployments/deployment.entity';
 import { Model } from '../models/model.entity';
 import { CHANNELS } from '../events/event-bus';
@@ -168,18 +168,12 @@ export class JobService {
       select.push(prefixedColumns(this.orm, Model, 'm', 'm.', read.model && ['id', ...read.model]));
       from += ' left join models m on m.id = j.model_id';
     }
-    return sqlPage(
-      this.orm.em,
-      { from, select: select.join(', '), alias: 'j' },
-      conditions,
-      args,
-      (row) => {
-        const j: JobRow = job(row);
-        if (read.deployment !== undefined) j.deployment = deployment(row);
-        if (read.model !== undefined) j.model = row['m.id'] === null ? null : model(row);
-        return j;
-      },
-    );
+    return sqlPage(this.orm.em, { from, select: select.join(', '), alias: 'j' }, conditions, args, (row) => {
+      const j: JobRow = job(row);
+      if (read.deployment !== undefined) j.deployment = deployment(row);
+      if (read.model !== undefined) j.model = row['m.id'] === null ? null : model(row);
+      return j;
+    });
   }
 
   async get(principal: Principal, id: string): Promise<Job> {
@@ -240,7 +234,6 @@ export class JobService {
    */
   async transition(jobId: string, to: JobStatus, fields: TransitionFields = {}): Promise<Job | null> {
     const sets = setsFor(to, fields);
-    const em = this.orm.em.fork();
     const publish = fields.publishOutputs
       ? `, outputs as (update media_assets set status = 'live', created_at = now()
                        where job_id in (select id from upd) and status = 'uploading')`
@@ -258,7 +251,8 @@ export class JobService {
                ${queuedCopySql('retry', 'src')}`;
       extras.push('(select count(*) from retry_go) as retried', '(select id from retry_job) as retry_id');
     }
-    const rows: Record<string, unknown>[] = await em.execute(
+    const rows = await queryRows(
+      this.orm.em,
       `with prev as (select id, status from jobs where id = ? for update),
        upd as (
          update jobs j set status = ?, updated_at = now()${sets.sql}
@@ -267,7 +261,8 @@ export class JobService {
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
                select id, from_status, status, updated_at from upd returning id as seq)${publish}${retry}${webhooks}
-       select upd.*, pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')})
+       select ${prefixedColumns(this.orm, Job, 'upd', '')}, upd.from_status,
+              pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')})
               ${extras.map((e) => `, ${e}`).join('')}
        from upd, ins`,
       [
@@ -278,21 +273,16 @@ export class JobService {
         ...(webhooks ? [`{${events.join(',')}}`] : []),
         CHANNELS.jobs,
       ],
+      true,
     );
     if (rows.length !== 1) return null;
-    const {
-      from_status: from,
-      pg_notify: _notify,
-      seq: _seq,
-      retried: _retried,
-      retry_id: retryId,
-      messages: _messages,
-      ...row
-    } = rows[0];
-    const job = em.map(Job, row);
-    this.lifecycle?.transitioned(job, from as JobStatus | null);
+    const [row] = rows;
+    // A plain row, not an entity the ORM tracks: hydrating it cost more than the statement here.
+    const job = rowReader(this.orm, Job)(row);
+    this.lifecycle?.transitioned(job, row.from_status as JobStatus | null);
     // The automatic retry is a copy of this job under another id (see queuedCopySql).
-    if (retryId) this.lifecycle?.created({ ...job, id: retryId as string } as Job, job.deployment.id);
+    const retryId = row.retry_id as string | null | undefined;
+    if (retryId) this.lifecycle?.created({ ...job, id: retryId }, job.deployment.id);
     return job;
   }
 
