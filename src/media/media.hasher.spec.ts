@@ -18,7 +18,7 @@ describe('StreamHash (SHA-256 on a worker thread, fed through a shared ring)', (
   });
 
   it('keeps the order of many records and waits for room past the ring', async () => {
-    // 24 MiB in 64 KiB chunks: more than the 16 MiB ring holds.
+    // 24 MiB in 64 KiB chunks: several times what the 4 MiB ring holds.
     const chunks = Array.from({ length: 384 }, () => randomBytes(64 * 1024));
     expect(await hashOf(chunks)).toBe(expected(chunks));
   });
@@ -30,8 +30,8 @@ describe('StreamHash (SHA-256 on a worker thread, fed through a shared ring)', (
   });
 
   it("hashes odd sizes across the ring's end many times over, and chunks larger than the ring", async () => {
-    // Odd lengths put records at every alignment and split some at the ring's end (the ring
-    // wraps about three times); one chunk of 20 MiB cannot fit at all and goes in pieces.
+    // Odd lengths put records at every alignment and split some at the ring's end (the 4 MiB
+    // ring wraps many times); chunks of 16 and 20 MiB cannot fit at all and go in pieces.
     const odd = Array.from({ length: 1200 }, (_, i) => randomBytes(1 + ((i * 7919) % 65_537)));
     const sizes = [0, 1, 7, 8, 9, 16 * 1024 * 1024 - 9, 16 * 1024 * 1024, 16 * 1024 * 1024 + 1];
     const edges = sizes.map((n) => randomBytes(n));

@@ -25,10 +25,14 @@ const DROP = -2;
 const WRAP = -3;
 const HEADER = 8;
 
-/** All the memory hashing uses, whatever the number of uploads (the old pool's 16 x 1 MiB). */
-const RING_BYTES = 8 * 1024 * 1024;
-/** The worker is woken once this much is waiting (and at each end or drop), not at every chunk. */
-const WAKE_BYTES = 2 * 1024 * 1024;
+/**
+ * All the memory hashing uses, whatever the number of uploads (the old pool held 16 x 1 MiB).
+ * 4 MiB with a wake at every 64 KiB beat 8 or 16 MiB woken every 0.5-2 MiB in A/B runs: the
+ * worker starts sooner, so it falls behind less (docs/performance.md).
+ */
+const RING_BYTES = 4 * 1024 * 1024;
+/** A sleeping worker is woken once this much is waiting (and at each end or drop). */
+const WAKE_BYTES = 64 * 1024;
 /** An idle worker is stopped after this long (its memory back to the system). */
 const IDLE_MS = 30_000;
 
@@ -71,10 +75,11 @@ for (;;) {
     }
     read = (read + step) % (2 * size);
     Atomics.store(c, ${READ}, read);
-  }
-  if (Atomics.load(c, ${WANT})) {
-    Atomics.store(c, ${WANT}, 0);
-    parentPort.postMessage({ room: true });
+    // Half the ring free is worth a message to an upload waiting for room.
+    if (Atomics.load(c, ${WANT}) && (Atomics.load(c, ${WRITE}) - read + 2 * size) % (2 * size) <= size / 2) {
+      Atomics.store(c, ${WANT}, 0);
+      parentPort.postMessage({ room: true });
+    }
   }
 }`;
 
