@@ -20,18 +20,18 @@ describe('LocalStorage.write (writev on the file, no WriteStream)', () => {
     // 20 MiB in uneven chunks, produced faster than the disk takes them: the queue (8 MiB)
     // fills, the stream is paused and resumed, writes carry many chunks each.
     const chunks = Array.from({ length: 400 }, (_, i) => randomBytes(1 + ((i * 104_729) % 100_000)));
-    await storage.write('a.bin', Readable.from(chunks), 'application/octet-stream');
+    await storage.write('a.bin', Readable.from(chunks));
     expect((await readFile(path.join(dir, 'a.bin'))).equals(Buffer.concat(chunks))).toBe(true);
   });
 
   it('writes an empty stream as an empty file', async () => {
-    await storage.write('empty.bin', Readable.from([]), 'application/octet-stream');
+    await storage.write('empty.bin', Readable.from([]));
     expect((await readFile(path.join(dir, 'empty.bin'))).length).toBe(0);
   });
 
   it('removes the partial file when the stream fails midway, and rejects with its error', async () => {
     const body = new PassThrough();
-    const written = storage.write('cut.bin', body, 'application/octet-stream');
+    const written = storage.write('cut.bin', body);
     body.write(randomBytes(3 * 1024 * 1024));
     // Failing once the file holds bytes.
     for (;;) {
@@ -48,20 +48,18 @@ describe('LocalStorage.write (writev on the file, no WriteStream)', () => {
     const failed = new PassThrough();
     failed.on('error', () => undefined);
     failed.destroy(new Error('gone early'));
-    await expect(storage.write('early.bin', failed, 'application/octet-stream')).rejects.toThrow(
-      'gone early',
-    );
+    await expect(storage.write('early.bin', failed)).rejects.toThrow('gone early');
     const closed = new PassThrough();
     closed.destroy();
-    await expect(storage.write('closed.bin', closed, 'application/octet-stream')).rejects.toThrow();
+    await expect(storage.write('closed.bin', closed)).rejects.toThrow();
     expect(await readdir(dir)).toEqual([]);
   });
 
   it('never overwrites or removes an existing file of the same key', async () => {
     await writeFile(path.join(dir, 'taken.bin'), 'first');
-    await expect(
-      storage.write('taken.bin', Readable.from([Buffer.from('second')]), 'application/octet-stream'),
-    ).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(storage.write('taken.bin', Readable.from([Buffer.from('second')]))).rejects.toMatchObject({
+      code: 'EEXIST',
+    });
     expect(await readFile(path.join(dir, 'taken.bin'), 'utf8')).toBe('first');
   });
 });
