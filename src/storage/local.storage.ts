@@ -76,16 +76,23 @@ function writeAll(fd: number, body: Readable): Promise<void> {
     let writing = false;
     let ended = false;
     let settled = false;
+    let failure: Error | undefined;
     const settle = (err?: Error) => {
       if (settled) return;
-      settled = true;
+      failure ??= err;
       body.off('data', onData);
-      if (err) reject(err);
+      // The caller closes the descriptor: never while a write still uses it (its number could
+      // already name another file).
+      if (writing) return;
+      settled = true;
+      if (failure) reject(failure);
       else resolve();
     };
     const write = (buffers: Buffer[]) => {
       writing = true;
       writev(fd, buffers, null, (err, written) => {
+        writing = false;
+        if (failure) return settle();
         if (err) return settle(err);
         if (!written) return settle(new Error('the file took no bytes'));
         // A short write (a full disk reports itself at the next one): the rest goes again.
@@ -101,7 +108,6 @@ function writeAll(fd: number, body: Readable): Promise<void> {
           }
         }
         if (rest.length) return write(rest);
-        writing = false;
         next();
       });
     };
