@@ -78,7 +78,7 @@ export async function startChild(
   const startArgs = script === 'src/main.js' ? startFlags(root) : [];
   const child = spawn(process.execPath, [...startArgs, ...nodeArgs, path.join(root, script)], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60000;

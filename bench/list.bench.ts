@@ -244,9 +244,10 @@ export async function run(): Promise<void> {
       await freePort(),
     );
     children.push(peer);
-    // BENCH_REST_BEFORE: the `dist` of an earlier build, served beside this one on the same
-    // database and data (its tokens and URLs the same), so that REST is compared in one run.
-    const beforeDist = process.env.BENCH_REST_BEFORE;
+    // BENCH_BEFORE (or its old name BENCH_REST_BEFORE): the `dist` of an earlier build, served
+    // beside this one on the same database and data (its tokens and URLs the same), so that its
+    // REST and GraphQL lists are compared with this build's in one run.
+    const beforeDist = process.env.BENCH_BEFORE ?? process.env.BENCH_REST_BEFORE;
     const before = beforeDist
       ? await startChild(
           'src/main.js',
@@ -277,16 +278,6 @@ export async function run(): Promise<void> {
         request: { path: '/api/v1/media?limit=50', headers: { authorization: auth } },
         ids: (b) => (b as { media: { id: string }[] }).media.map((m) => m.id),
       },
-      ...(before
-        ? [
-            {
-              name: `GET /api/v1/media?limit=50, build of ${beforeDist}`,
-              child: before,
-              request: { path: '/api/v1/media?limit=50', headers: { authorization: auth } },
-              ids: (b: unknown) => (b as { media: { id: string }[] }).media.map((m) => m.id),
-            },
-          ]
-        : []),
       {
         name: 'POST /graphql (ListMedia)',
         child: sut.service,
@@ -296,6 +287,26 @@ export async function run(): Promise<void> {
         },
         ids: (b) => (b as { data: { media: Nodes } }).data.media.nodes.map((n) => n.id),
       },
+      // The same two paths served by the earlier build (BENCH_BEFORE), for an A/B in one run.
+      ...(before
+        ? [
+            {
+              name: `GET /api/v1/media?limit=50, build of ${beforeDist}`,
+              child: before,
+              request: { path: '/api/v1/media?limit=50', headers: { authorization: auth } },
+              ids: (b: unknown) => (b as { media: { id: string }[] }).media.map((m) => m.id),
+            },
+            {
+              name: `POST /graphql (ListMedia), build of ${beforeDist}`,
+              child: before,
+              request: {
+                ...post(print(ListMediaDocument), { first: 50 }),
+                headers: { ...json, authorization: auth },
+              },
+              ids: (b: unknown) => (b as { data: { media: Nodes } }).data.media.nodes.map((n) => n.id),
+            },
+          ]
+        : []),
       {
         name: 'PostGraphile v4',
         child: peer,

@@ -13,6 +13,12 @@ export interface RestRouterOptions {
   contextOf: (req: Request, res: Response) => RequestContext;
 }
 
+/** A route of the table with its handler, which answers every outcome itself (errors included). */
+export interface RestHandler {
+  route: RestRoute;
+  handle: (req: Request, res: Response) => Promise<void>;
+}
+
 /** Refuses to start when a route's document does not match the schema. */
 export function validateRoutes(schema: GraphQLSchema, routes: RestRoute[]): void {
   const problems = routes.flatMap((r) =>
@@ -22,18 +28,17 @@ export function validateRoutes(schema: GraphQLSchema, routes: RestRoute[]): void
     throw new Error(`REST compatibility documents do not match the schema:\n${problems.join('\n')}`);
 }
 
-/** Runs each route's pre-parsed GraphQL document in-process, with the request's own context. */
-export function createRestRouter({ schema, routes, contextOf }: RestRouterOptions): Router {
+/** Each route's pre-parsed GraphQL document, run in-process with the request's own context. */
+export function restHandlers({ schema, routes, contextOf }: RestRouterOptions): RestHandler[] {
   validateRoutes(schema, routes);
-  const router = Router();
-  for (const r of routes) {
+  return routes.map((r) => {
     // Each document is fixed, so it is compiled to a plain function once (graphql-jit): the
     // same result as graphql-js's execute, without interpreting the document on every request.
     const compiled = compileQuery(schema, r.document as DocumentNode);
     if (!isCompiledQuery(compiled))
       throw new Error(`${r.method} ${r.path}: ${JSON.stringify(compiled.errors)}`);
     const operation = r.document.definitions.find((d) => d.kind === 'OperationDefinition')?.name?.value;
-    router[r.method](r.path, async (req, res) => {
+    const handle = async (req: Request, res: Response): Promise<void> => {
       res.locals.graphqlOperation = operation; // named on the request's log line
       const context = contextOf(req, res);
       try {
@@ -52,7 +57,7 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
           return sendError(req, res, error);
         }
         const out = r.respond(result.data as never, req);
-        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+        if (out.headers) for (const k in out.headers) res.setHeader(k, out.headers[k]);
         if (out.body === undefined) return void res.status(out.status ?? 204).end();
         sendJson(req, res, out.status ?? 200, out.body);
       } catch (err) {
@@ -60,7 +65,14 @@ export function createRestRouter({ schema, routes, contextOf }: RestRouterOption
         if (unexpected) context.log.error({ err }, 'unexpected error');
         sendError(req, res, error);
       }
-    });
-  }
+    };
+    return { route: r, handle };
+  });
+}
+
+/** The whole table as an Express router (every path, every method). */
+export function createRestRouter(handlers: RestHandler[]): Router {
+  const router = Router();
+  for (const { route, handle } of handlers) router[route.method](route.path, handle);
   return router;
 }

@@ -7,7 +7,7 @@ import {
   UpdateMediaTagsDocument,
   type RestMediaFragment,
 } from '../generated/graphql';
-import { body, listResponse, pageVariables } from '../rest.helpers';
+import { body, listResponse, pageVariables, queryOf } from '../rest.helpers';
 import { route } from '../route';
 import { arrayOf, enumOf, goTimeText, object, requestBody, string, url, uuid } from '../schemas';
 
@@ -29,7 +29,7 @@ const mediaItem = (m: RestMediaFragment) => ({
 
 /** `?tags=a,b` as a list; absent or empty means no filter. */
 function tagList(req: Request, name: string): string[] | undefined {
-  const v = req.query[name];
+  const v = queryOf(req)[name];
   if (v === undefined || v === '') return undefined;
   if (typeof v !== 'string') throw AppError.validation({ [name]: 'give one comma-separated list' });
   return v.split(',');

@@ -95,7 +95,8 @@ export interface SqlSource {
  * Keyset pagination in one SQL statement, for the busiest lists, where building the query and
  * hydrating entities through the ORM cost more than running it. `conditions` are SQL fragments
  * with `?` placeholders and their values; `read` turns a row into the caller's shape. Same order,
- * cursors and indexes as findPage.
+ * cursors and indexes as findPage. `em` only lends its pool (the global one will do: no entity
+ * enters an identity map, so forking one per request was pure cost).
  */
 export async function sqlPage<T extends Keyed>(
   em: EntityManager,

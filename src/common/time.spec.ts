@@ -44,3 +44,26 @@ describe('goTime of ISO text', () => {
     expect(goTime('2026-11-22T01:00:00.5+02:00')).toBe('2026-11-21 23:00:00.5 +0000 UTC');
   });
 });
+
+describe('goTime by position', () => {
+  /** What goTime printed before it read the usual form by position: the regular expression alone. */
+  const byPattern = (iso: string) => {
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(iso)!;
+    const fraction = (m[3] ?? '').replace(/0+$/, '');
+    return `${m[1]} ${m[2]}${fraction ? `.${fraction}` : ''} +0000 UTC`;
+  };
+
+  it('prints what the pattern printed, for 100,000 random times and every fraction', () => {
+    const times = Array.from({ length: 100_000 }, () => Math.floor(Math.random() * 4_102_444_800_000));
+    for (let ms = 0; ms < 1000; ms++) times.push(Date.UTC(2026, 10, 24, 6, 0, 0, ms));
+    const wrong = times.map((t) => new Date(t).toISOString()).filter((iso) => goTime(iso) !== byPattern(iso));
+    expect(wrong).toEqual([]);
+  });
+
+  it('leaves text of another shape to the pattern and to Date', () => {
+    expect(goTime('2026-11-22T10:15:03.12Z')).toBe('2026-11-22 10:15:03.12 +0000 UTC');
+    expect(goTime('2026-11-22T10:15:03.1234Z')).toBe('2026-11-22 10:15:03.1234 +0000 UTC');
+    expect(goTime('2026-11-22T01:00:00.500+02:00')).toBe('2026-11-21 23:00:00.5 +0000 UTC');
+    expect(() => goTime('2026-11-22T10:15:0x.120Z')).toThrow(RangeError);
+  });
+});

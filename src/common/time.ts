@@ -8,11 +8,36 @@ const UTC_ISO = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/;
  * lists print one per item).
  */
 export function goTime(time: Date | string): string {
-  const m = UTC_ISO.exec(typeof time === 'string' ? time : isoTime(time));
+  const text = typeof time === 'string' ? time : isoTime(time);
+  if (isMillisIso(text)) {
+    // The form isoTime and the DateTime scalar print, read by position (no match objects).
+    const fraction =
+      text.charCodeAt(22) !== 48
+        ? text.slice(19, 23)
+        : text.charCodeAt(21) !== 48
+          ? text.slice(19, 22)
+          : text.charCodeAt(20) !== 48
+            ? text.slice(19, 21)
+            : '';
+    return `${text.slice(0, 10)} ${text.slice(11, 19)}${fraction} +0000 UTC`;
+  }
+  const m = UTC_ISO.exec(text);
   if (!m) return goTime(new Date(time)); // another offset: through a Date, to UTC
   const fraction = (m[3] ?? '').replace(/0+$/, '');
   return `${m[1]} ${m[2]}${fraction ? `.${fraction}` : ''} +0000 UTC`;
 }
+
+/** `YYYY-MM-DDTHH:MM:SS.sssZ` exactly, digits where digits go. */
+function isMillisIso(s: string): boolean {
+  if (s.length !== 24) return false;
+  for (let i = 0; i < 24; i++) {
+    const c = s.charCodeAt(i);
+    const want = ISO_SHAPE.charCodeAt(i);
+    if (want === 57 /* 9: a digit */ ? c < 48 || c > 57 : c !== want) return false;
+  }
+  return true;
+}
+const ISO_SHAPE = '9999-99-99T99:99:99.999Z';
 
 const two = (n: number) => (n < 10 ? `0${n}` : `${n}`);
 const three = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);

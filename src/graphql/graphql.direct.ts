@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { DocumentNode, GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
@@ -91,7 +92,7 @@ export class DirectOperations {
   private find(req: Request): Found | null {
     const body = req.body as Record<string, unknown> | undefined;
     // JSON only: other types (multipart uploads) go through Apollo's CSRF prevention.
-    if (req.method !== 'POST' || !JSON_BODY.test(req.headers['content-type'] ?? '')) return null;
+    if (req.method !== 'POST' || !hasJsonBody(req)) return null;
     if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
     const { query, variables, operationName, extensions } = body;
     let text = query;
@@ -157,8 +158,12 @@ export class DirectOperations {
     }
     const body = JSON.stringify({ errors, data: result.data, extensions: result.extensions }) + '\n';
     this.options.observe(operation.name, operation.type, !!errors, (performance.now() - started) / 1000);
-    res.status(status).setHeader('content-type', contentType);
-    res.send(body);
+    // The text goes out as it is: Express's send would copy it into a Buffer first (its length
+    // and ETag), and a Buffer body leaves the head and body to two writes.
+    res.statusCode = status;
+    res.setHeader('content-type', contentType);
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
   }
 
   /** The type Apollo would answer for this Accept (remembered per distinct header), or null. */
@@ -176,6 +181,11 @@ export class DirectOperations {
     }
     return type;
   }
+}
+
+/** A request whose body is declared `application/json` (what Apollo takes without CSRF checks). */
+export function hasJsonBody(req: IncomingMessage): boolean {
+  return JSON_BODY.test(req.headers['content-type'] ?? '');
 }
 
 /** Apollo's enrichment of an execution error before formatting: a code, and `http` taken out. */

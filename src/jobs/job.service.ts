@@ -169,7 +169,7 @@ export class JobService {
       from += ' left join models m on m.id = j.model_id';
     }
     return sqlPage(
-      this.orm.em.fork(),
+      this.orm.em,
       { from, select: select.join(', '), alias: 'j' },
       conditions,
       args,

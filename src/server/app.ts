@@ -21,7 +21,7 @@ import {
 } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { createRestRouter } from '../../rest-compat/router';
+import { createRestRouter, restHandlers } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.route';
 import { jobEventRoutes } from '../../rest-compat/job-events.route';
 import { graphqlUploadExpress } from 'graphql-upload-minimal';
@@ -37,10 +37,12 @@ import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from '../graphql/graphql.context';
 import { cors } from '../http/http.cors';
+import { fastLane } from '../http/http.lane';
+import { plainJsonBodies } from '../http/http.json-body';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
-import { DirectOperations } from '../graphql/graphql.direct';
+import { DirectOperations, hasJsonBody } from '../graphql/graphql.direct';
 import { formatGraphQLError, requestLevelStatus } from '../graphql/graphql.errors';
 import { webAppRoutes } from './web-app';
 import { Loaders } from '../graphql/graphql.loaders';
@@ -121,6 +123,11 @@ const statusPlugin: ApolloServerPlugin<RequestContext> = {
   },
 };
 
+/** The paths of a router's own routes (Express syntax). */
+function routePaths(router: express.Router): string[] {
+  return router.stack.flatMap((layer) => (layer.route ? [String(layer.route.path)] : []));
+}
+
 export async function createApp({
   config,
   log,
@@ -137,12 +144,22 @@ export async function createApp({
   // under /media carry their SHA-256 as a strong ETag, set by their own route.)
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
-  const server = http.createServer(app);
+  // The REST lane answers its paths in front of the app (assigned once the stack is built).
+  type Lane = (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+  let lanes: Lane[] = [];
+  const server = http.createServer((req, res) => {
+    for (const lane of lanes) if (lane(req, res)) return;
+    void app(req, res);
+  });
 
-  app.use(requestIds());
-  app.use(httpMetrics(metrics));
-  app.use(requestLogs(log));
-  app.use(cors(config.corsOrigins, [config.apiKeyHeader]));
+  // The stages every request passes first, also run by the REST lane (below) in this order.
+  const firstStages = [
+    requestIds(),
+    httpMetrics(metrics),
+    requestLogs(log),
+    cors(config.corsOrigins, [config.apiKeyHeader]),
+  ];
+  for (const stage of firstStages) app.use(stage);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -152,14 +169,16 @@ export async function createApp({
       return void res.json({ status: 'ready' });
     sendError(req, res, new AppError('UNAVAILABLE', 'the database is unreachable', undefined, 5));
   });
-  app.use(openApiRoutes(config));
+  const openApi = openApiRoutes(config);
+  app.use(openApi);
   for (const { path, router } of publicRoutes) app.use(path, router);
   // The CDN path: public like a bucket; ids are unguessable and only live files are served.
   app.use(mediaFileRoutes(services.media));
   if (config.graphqlIde) app.use(graphiqlRoutes());
   app.use(webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }));
 
-  app.use(jsonBodies(config.maxBodyBytes));
+  const bodies = jsonBodies(config.maxBodyBytes);
+  app.use(bodies);
 
   // Each HTTP context carries its response (Apollo copies contexts, symbols included), so the
   // request's log line can name the operation.
@@ -203,11 +222,17 @@ export async function createApp({
   app.use(['/graphql', '/api', '/uploads'], authenticate);
   // Then every request spends its principal's allowance (its address's when anonymous).
   const limits = new RequestLimits(orm, config, log);
-  app.use(['/graphql', '/api', '/uploads'], limits.requestMiddleware());
+  const requestLimits = limits.requestMiddleware();
+  app.use(['/graphql', '/api', '/uploads'], requestLimits);
   const uploadLimit = limits.uploadMiddleware();
   app.post('/uploads/upload', uploadLimit);
   // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
-  app.use(idempotentRequests(services.idempotency, ['/api/v1/deployments', '/api/v1/tokens', '/graphql']));
+  const idempotency = idempotentRequests(services.idempotency, [
+    '/api/v1/deployments',
+    '/api/v1/tokens',
+    '/graphql',
+  ]);
+  app.use(idempotency);
 
   const armor = new ApolloArmor({
     maxDepth: { n: 10 },
@@ -271,16 +296,66 @@ export async function createApp({
     uploadLimit(req, res, (err?: unknown) => (err ? next(err) : graphqlUploads(req, res, next)));
   });
   app.use('/graphql', direct.handler);
-  app.use('/graphql', expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) }));
+  const apolloHandler = expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) });
+  app.use('/graphql', apolloHandler);
 
-  app.use(loginRoutes(config, services));
+  const login = loginRoutes(config, services);
+  app.use(login);
   // Before the table: `/api/v1/jobs/events` is not a job id.
-  app.use(jobEventRoutes(services.jobs, services.history, services.bus));
-  app.use(createRestRouter({ schema, routes: restRoutes, contextOf }));
+  const jobEvents = jobEventRoutes(services.jobs, services.history, services.bus);
+  app.use(jobEvents);
+  const rest = restHandlers({ schema, routes: restRoutes, contextOf });
+  app.use(createRestRouter(rest));
   app.use(uploadRoutes(services.media, services.idempotency, { maxUploadBytes: config.maxUploadBytes }));
 
-  app.use(noRoute());
-  app.use(errorResponses(config.maxBodyBytes, log));
+  const notFound = noRoute();
+  app.use(notFound);
+  const errors = errorResponses(config.maxBodyBytes, log);
+  app.use(errors);
+
+  // The table's GET paths without parameters skip the walk through the stack above: the same
+  // stages a GET without a body meets on its way there (the body parser and idempotency pass
+  // such a request on), then the same handler (src/http/http.lane.ts). Paths a router before
+  // the table serves (`/api/v1/fetch-metadata` first goes through the login routes) keep the
+  // generic way: a router mounted before the table joins `claimed`.
+  const claimed = new Set([openApi, login, jobEvents].flatMap(routePaths));
+  const restLane = fastLane(app, {
+    stages: [...firstStages, authenticate, requestLimits],
+    routes: new Map(
+      rest
+        .filter(
+          ({ route }) => route.method === 'get' && !route.path.includes(':') && !claimed.has(route.path),
+        )
+        .map(({ route, handle }) => [route.path, handle]),
+    ),
+    errors,
+  });
+  // `POST /graphql` with a JSON body of a stated length (what clients send), the same way: the
+  // stages it meets in the generic stack (the multipart stage passes JSON on), the direct answer
+  // of a known document, else Apollo. A chunked body goes the generic way (tests compare both).
+  const graphqlLane = fastLane(app, {
+    method: 'POST',
+    admits: (req) => req.headers['content-length'] !== undefined && hasJsonBody(req),
+    stages: [
+      ...firstStages,
+      plainJsonBodies(config.maxBodyBytes, bodies),
+      authenticate,
+      requestLimits,
+      idempotency,
+      direct.handler,
+    ],
+    routes: new Map([
+      [
+        '/graphql',
+        (req: Request, res: Response) =>
+          apolloHandler(req, res, (err?: unknown) =>
+            err ? errors(err, req, res, () => undefined) : notFound(req, res, () => undefined),
+          ),
+      ],
+    ]),
+    errors,
+  });
+  lanes = [restLane, graphqlLane];
 
   // Subscriptions over graphql-ws on the same path; credentials come in connectionParams.
   const wss = new WebSocketServer({ server, path: '/graphql' });
