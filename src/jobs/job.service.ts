@@ -168,18 +168,12 @@ export class JobService {
       select.push(prefixedColumns(this.orm, Model, 'm', 'm.', read.model && ['id', ...read.model]));
       from += ' left join models m on m.id = j.model_id';
     }
-    return sqlPage(
-      this.orm.em,
-      { from, select: select.join(', '), alias: 'j' },
-      conditions,
-      args,
-      (row) => {
-        const j: JobRow = job(row);
-        if (read.deployment !== undefined) j.deployment = deployment(row);
-        if (read.model !== undefined) j.model = row['m.id'] === null ? null : model(row);
-        return j;
-      },
-    );
+    return sqlPage(this.orm.em, { from, select: select.join(', '), alias: 'j' }, conditions, args, (row) => {
+      const j: JobRow = job(row);
+      if (read.deployment !== undefined) j.deployment = deployment(row);
+      if (read.model !== undefined) j.model = row['m.id'] === null ? null : model(row);
+      return j;
+    });
   }
 
   async get(principal: Principal, id: string): Promise<Job> {
