@@ -1,6 +1,5 @@
 import { Router, type Request, type Response } from 'express';
 import type { Readable } from 'node:stream';
-import { createHash } from 'node:crypto';
 import { ownerOf, requirePrincipal, type Principal } from '../src/auth/principal';
 import { idempotencyKeyOf, replay, storeAnswer } from '../src/idempotency/idempotency.http';
 import {
@@ -13,6 +12,7 @@ import { AppError, toAppError } from '../src/common/errors';
 import type { Logger } from '../src/common/logger';
 import type { MediaAsset } from '../src/media/media.entity';
 import type { MediaService } from '../src/media/media.service';
+import { sha256Of } from '../src/media/media.meter';
 import { sendError, sendJson } from '../src/http/http.helpers';
 import { multipartForm, type MultipartForm } from '../src/http/http.multipart';
 import { idempotency, type ApiDoc } from './route';
@@ -165,7 +165,7 @@ function receive(
         ? store.media
             .upload(store.principal, { stream, filename: info.filename, tags: formRead.then(() => tags) })
             .then((asset) => ({ asset, sha256: asset.sha256! }))
-        : hashOnly(stream, maxBytes).then(async (sha256) => {
+        : sha256Of(stream, maxBytes).then(async (sha256) => {
             await formRead;
             return { asset: null, sha256 };
           });
@@ -192,16 +192,4 @@ function receive(
     });
     req.pipe(form);
   });
-}
-
-/** The SHA-256 of a stream, read to its end and dropped; over `maxBytes`, 413 as an upload would be. */
-async function hashOnly(stream: Readable, maxBytes: number): Promise<string> {
-  const hash = createHash('sha256');
-  let size = 0;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new AppError('PAYLOAD_TOO_LARGE', `the file is larger than ${maxBytes} bytes`);
-    hash.update(chunk);
-  }
-  return hash.digest('hex');
 }

@@ -1,5 +1,7 @@
 import { Client } from 'pg';
 import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { MediaAsset } from '../src/media/media.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { planOf } from './helpers/sql';
@@ -194,6 +196,39 @@ describe('an interrupted upload', () => {
       (s) => s.rows.some((r) => r.status === 'uploading'),
     );
     expect(during.rows.some((r) => r.status === 'uploading')).toBe(true);
+    req.destroy();
+    const after = await until(
+      () => storedMedia(t),
+      (s) => s.rows.length === before.rows.length && s.files.length === before.files.length,
+    );
+    expect(after.rows.map((r) => r.id).sort()).toEqual(before.rows.map((r) => r.id).sort());
+    expect(after.files.sort()).toEqual(before.files.sort());
+  });
+  it('leaves no row and no file when the connection drops once bytes are on disk', async () => {
+    const before = await storedMedia(t);
+    const boundary = 'boundAbortDisk';
+    const { head } = multipartBody(boundary, Buffer.alloc(0), 'cut.png');
+    const req = rawUpload(t, alice, boundary);
+    req.on('error', () => undefined);
+    req.write(head);
+    req.write(png);
+    req.write(Buffer.alloc(128 * 1024, 5));
+    // The file exists with bytes in it: the write to disk has begun.
+    const during = await until(
+      async () => {
+        const s = await storedMedia(t);
+        const row = s.rows.find((r) => r.status === 'uploading');
+        const size = row
+          ? await stat(path.join(t.config.dataDir, 'media', `${row.id}.${row.extension}`)).then(
+              (f) => f.size,
+              () => 0,
+            )
+          : 0;
+        return { ...s, size };
+      },
+      (s) => s.size > 0,
+    );
+    expect(during.size).toBeGreaterThan(0);
     req.destroy();
     const after = await until(
       () => storedMedia(t),

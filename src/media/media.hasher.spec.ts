@@ -9,7 +9,7 @@ async function hashOf(chunks: Buffer[]): Promise<string> {
 
 const expected = (chunks: Buffer[]) => createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
 
-describe('StreamHash (SHA-256 on a worker thread)', () => {
+describe('StreamHash (SHA-256 on a worker thread, fed through a shared ring)', () => {
   it('hashes nothing, one byte, and small chunks like node:crypto', async () => {
     expect(await hashOf([])).toBe(expected([]));
     expect(await hashOf([Buffer.from('a')])).toBe(expected([Buffer.from('a')]));
@@ -17,8 +17,8 @@ describe('StreamHash (SHA-256 on a worker thread)', () => {
     expect(await hashOf(small)).toBe(expected(small));
   });
 
-  it('keeps the order of many batches and waits for a free buffer past the pool', async () => {
-    // 24 MiB in 64 KiB chunks: more than the pool's buffers hold.
+  it('keeps the order of many records and waits for room past the ring', async () => {
+    // 24 MiB in 64 KiB chunks: several times what the 4 MiB ring holds.
     const chunks = Array.from({ length: 384 }, () => randomBytes(64 * 1024));
     expect(await hashOf(chunks)).toBe(expected(chunks));
   });
@@ -29,12 +29,32 @@ describe('StreamHash (SHA-256 on a worker thread)', () => {
     expect(await Promise.all([hashOf(a), hashOf(b)])).toEqual([expected(a), expected(b)]);
   });
 
-  it('forgets a dropped hash and gives its buffer back', async () => {
+  it("hashes odd sizes across the ring's end many times over, and chunks larger than the ring", async () => {
+    // Odd lengths put records at every alignment and split some at the ring's end (the 4 MiB
+    // ring wraps many times); chunks of 16 and 20 MiB cannot fit at all and go in pieces.
+    const odd = Array.from({ length: 1200 }, (_, i) => randomBytes(1 + ((i * 7919) % 65_537)));
+    const sizes = [0, 1, 7, 8, 9, 16 * 1024 * 1024 - 9, 16 * 1024 * 1024, 16 * 1024 * 1024 + 1];
+    const edges = sizes.map((n) => randomBytes(n));
+    const huge = [randomBytes(20 * 1024 * 1024 + 3)];
+    expect(await hashOf(odd)).toBe(expected(odd));
+    expect(await hashOf(edges)).toBe(expected(edges));
+    expect(await Promise.all([hashOf(huge), hashOf(odd)])).toEqual([expected(huge), expected(odd)]);
+  });
+
+  it('forgets a dropped hash, even one with bytes still in the ring', async () => {
     for (let i = 0; i < 40; i++) {
       const h = new StreamHash();
       await new Promise<void>((then) => h.update(randomBytes(1024 * 1024 + 10), then));
       h.drop();
     }
+    // Dropped while another upload fills the ring past its size: both go on.
+    const big = Array.from({ length: 300 }, () => randomBytes(100_000));
+    const dropped = new StreamHash();
+    const filling = hashOf(big);
+    await new Promise<void>((then) => dropped.update(randomBytes(3 * 1024 * 1024), then));
+    dropped.drop();
+    await expect(dropped.digest()).rejects.toThrow();
+    expect(await filling).toBe(expected(big));
     expect(await hashOf([Buffer.from('after')])).toBe(expected([Buffer.from('after')]));
   });
 });

@@ -1,35 +1,87 @@
 import { Worker } from 'node:worker_threads';
 
 /**
- * The worker: one SHA-256 per upload id, fed in order; each batch buffer goes back to the pool.
- * Plain JavaScript evaluated by the worker, so it runs the same from `dist/` and under the test
- * runner.
+ * SHA-256 of uploads on a worker thread, fed through one shared ring of bytes (a
+ * SharedArrayBuffer) rather than a message per batch: a `postMessage` with a transferred buffer
+ * each way per MiB was the largest item of the upload's main thread after the copy itself
+ * (docs/performance.md). The request's thread appends records, `[id, length][bytes]`, and
+ * publishes its position; the worker hashes them in order into one hash per upload id. Messages
+ * remain only for what is rare: a digest, and "there is room again" when the ring was full.
+ *
+ * Control words (Int32, in their own small SharedArrayBuffer):
+ * WRITE / READ: positions in [0, 2 * RING_BYTES) (the ring's offset is position % RING_BYTES;
+ * counting to twice its size tells full from empty); SLEEPING: the worker waits on WRITE;
+ * WANT: the request's thread waits for room.
  */
-const WORKER = `
-const { parentPort } = require('node:worker_threads');
-const { createHash } = require('node:crypto');
-const hashes = new Map();
-parentPort.on('message', (m) => {
-  let h = hashes.get(m.id);
-  if (!h && m.type !== 'drop') hashes.set(m.id, (h = createHash('sha256')));
-  if (m.type === 'data') {
-    h.update(new Uint8Array(m.buffer, 0, m.length));
-    parentPort.postMessage({ id: m.id, buffer: m.buffer }, [m.buffer]); // back to the pool
-  } else {
-    hashes.delete(m.id);
-    if (m.type === 'end') parentPort.postMessage({ id: m.id, digest: h.digest('hex') });
-  }
-});`;
+const WRITE = 0;
+const READ = 1;
+const SLEEPING = 2;
+const WANT = 3;
 
-/** Bytes handed to the worker in one message. */
-const BATCH_BYTES = 1024 * 1024;
+/** Record lengths below zero are commands. */
+const END = -1;
+const DROP = -2;
+/** The rest of the ring is unused; the next record is at its start. */
+const WRAP = -3;
+const HEADER = 8;
+
 /**
- * Batch buffers of the process, moved to the worker and back (never copied, never garbage):
- * all the memory hashing uses, whatever the number of uploads. An upload waits for a free one.
+ * All the memory hashing uses, whatever the number of uploads (the old pool held 16 x 1 MiB).
+ * 4 MiB with a wake at every 64 KiB beat 8 or 16 MiB woken every 0.5-2 MiB in A/B runs: the
+ * worker starts sooner, so it falls behind less (docs/performance.md).
  */
-const POOL_BUFFERS = 16;
+const RING_BYTES = 4 * 1024 * 1024;
+/** A sleeping worker is woken once this much is waiting (and at each end or drop). */
+const WAKE_BYTES = 64 * 1024;
 /** An idle worker is stopped after this long (its memory back to the system). */
 const IDLE_MS = 30_000;
+
+/**
+ * The worker: plain JavaScript evaluated by it, so it runs the same from `dist/` and under the
+ * test runner. It never returns to its event loop: it hashes what is published, then sleeps on
+ * WRITE (Worker.terminate interrupts the wait).
+ */
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { createHash } = require('node:crypto');
+const { ring, control, size } = workerData;
+const c = new Int32Array(control);
+const head = new Int32Array(ring);
+const hashes = new Map();
+let read = Atomics.load(c, ${READ});
+for (;;) {
+  const write = Atomics.load(c, ${WRITE});
+  if (write === read) {
+    Atomics.store(c, ${SLEEPING}, 1);
+    if (Atomics.load(c, ${WRITE}) === read) Atomics.wait(c, ${WRITE}, read);
+    Atomics.store(c, ${SLEEPING}, 0);
+    continue;
+  }
+  while (read !== write) {
+    const at = read % size;
+    const id = head[at >> 2];
+    const length = head[(at >> 2) + 1];
+    let step = ${HEADER};
+    if (length === ${WRAP}) step = size - at;
+    else if (length >= 0) {
+      let h = hashes.get(id);
+      if (!h) hashes.set(id, (h = createHash('sha256')));
+      h.update(new Uint8Array(ring, at + ${HEADER}, length));
+      step += (length + 7) & ~7;
+    } else {
+      const h = hashes.get(id);
+      hashes.delete(id);
+      if (length === ${END}) parentPort.postMessage({ id, digest: (h ?? createHash('sha256')).digest('hex') });
+    }
+    read = (read + step) % (2 * size);
+    Atomics.store(c, ${READ}, read);
+    // Half the ring free is worth a message to an upload waiting for room.
+    if (Atomics.load(c, ${WANT}) && (Atomics.load(c, ${WRITE}) - read + 2 * size) % (2 * size) <= size / 2) {
+      Atomics.store(c, ${WANT}, 0);
+      parentPort.postMessage({ room: true });
+    }
+  }
+}`;
 
 interface Pending {
   digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
@@ -37,105 +89,150 @@ interface Pending {
   failed?: Error;
 }
 
-const free: ArrayBuffer[] = [];
-let allocated = 0;
+interface Hasher {
+  worker: Worker;
+  ring: Buffer;
+  head: Int32Array;
+  control: Int32Array;
+  /** Bytes published since the worker was last woken. */
+  unwoken: number;
+}
+
+let hasher: Hasher | null = null;
+let idle: NodeJS.Timeout | undefined;
+let nextId = 1;
+const pending = new Map<number, Pending>();
+/** Uploads waiting for room in the ring, in order. */
 const waiting: (() => void)[] = [];
 
-function takeBuffer(): ArrayBuffer | undefined {
-  if (free.length) return free.pop();
-  if (allocated < POOL_BUFFERS) {
-    allocated++;
-    return new ArrayBuffer(BATCH_BYTES);
-  }
-  return undefined;
-}
-
-function giveBack(buffer: ArrayBuffer): void {
-  free.push(buffer);
-  waiting.shift()?.();
-}
-
-let worker: Worker | null = null;
-let idle: NodeJS.Timeout | undefined;
-let nextId = 0;
-const pending = new Map<number, Pending>();
-
-function theWorker(): Worker {
+function theHasher(): Hasher {
   clearTimeout(idle);
-  if (worker) return worker;
-  const w = new Worker(WORKER, { eval: true });
-  w.on('message', (m: { id: number; buffer?: ArrayBuffer; digest?: string }) => {
-    if (m.buffer) return giveBack(m.buffer);
-    const p = pending.get(m.id);
-    if (!p || m.digest === undefined) return;
-    pending.delete(m.id);
-    p.digest?.resolve(m.digest);
+  if (hasher) return hasher;
+  const ring = new SharedArrayBuffer(RING_BYTES);
+  const control = new SharedArrayBuffer(16);
+  const worker = new Worker(WORKER, { eval: true, workerData: { ring, control, size: RING_BYTES } });
+  const h: Hasher = {
+    worker,
+    ring: Buffer.from(ring),
+    head: new Int32Array(ring),
+    control: new Int32Array(control),
+    unwoken: 0,
+  };
+  worker.on('message', (m: { id?: number; digest?: string; room?: boolean }) => {
+    if (m.room) return wakeWaiting();
+    const p = pending.get(m.id!);
+    if (!p) return;
+    pending.delete(m.id!);
+    p.digest?.resolve(m.digest!);
     stopWhenIdle();
   });
   const fail = (err: Error) => {
-    if (worker !== w) return;
-    worker = null;
+    if (hasher !== h) return;
+    hasher = null;
     for (const p of pending.values()) {
       p.failed = err;
       p.digest?.reject(err);
     }
     pending.clear();
-    // Buffers the dead worker held are gone; whoever waits for one gets a new one.
-    allocated = free.length;
-    while (waiting.length) waiting.shift()!();
+    // Whoever waits for room gives up its bytes (its hash has failed) and goes on.
+    wakeWaiting();
   };
-  w.on('error', fail);
-  w.on('exit', () => fail(new Error('the hashing worker stopped')));
+  worker.on('error', fail);
+  worker.on('exit', () => fail(new Error('the hashing worker stopped')));
   // Referenced only while bytes are on their way (after the listeners, which would ref it).
-  w.unref();
-  return (worker = w);
+  worker.unref();
+  return (hasher = h);
+}
+
+function wakeWaiting(): void {
+  for (const go of waiting.splice(0)) go();
 }
 
 function stopWhenIdle(): void {
-  if (pending.size || !worker) return;
-  worker.unref(); // nothing waits on it now
+  if (pending.size || !hasher) return;
+  hasher.worker.unref(); // nothing waits on it now
   clearTimeout(idle);
   idle = setTimeout(() => {
-    const w = worker;
-    worker = null;
-    void w?.terminate();
+    const h = hasher;
+    hasher = null;
+    void h?.worker.terminate();
   }, IDLE_MS);
   idle.unref();
+}
+
+/** Bytes free in the ring. */
+function room(h: Hasher): number {
+  const used =
+    (Atomics.load(h.control, WRITE) - Atomics.load(h.control, READ) + 2 * RING_BYTES) % (2 * RING_BYTES);
+  return RING_BYTES - used;
+}
+
+/** Wakes the worker if it sleeps. */
+function wake(h: Hasher): void {
+  h.unwoken = 0;
+  if (Atomics.load(h.control, SLEEPING)) Atomics.notify(h.control, WRITE);
+}
+
+/**
+ * Appends one record at the ring's write position and publishes it, if there is room: `length`
+ * bytes of `chunk` from `offset` (as many as fit, at least one), or a command. Returns the bytes
+ * taken, or -1 when the ring is full.
+ */
+function append(h: Hasher, id: number, chunk: Buffer | null, offset: number, length: number): number {
+  for (;;) {
+    const write = Atomics.load(h.control, WRITE);
+    const at = write % RING_BYTES;
+    // Positions and sizes are multiples of 8, so a header always fits before the end.
+    const free = room(h);
+    const tail = RING_BYTES - at;
+    const want = chunk ? HEADER + 1 : HEADER;
+    if (free < want) return -1;
+    if (tail < want) {
+      // No byte of data fits before the end: the next record starts the ring again.
+      if (free < tail + want) return -1;
+      h.head[(at >> 2) + 1] = WRAP;
+      Atomics.store(h.control, WRITE, (write + tail) % (2 * RING_BYTES));
+      continue;
+    }
+    const n = chunk ? Math.min(length, tail - HEADER, free - HEADER) : 0;
+    h.head[at >> 2] = id;
+    h.head[(at >> 2) + 1] = chunk ? n : length;
+    if (chunk) chunk.copy(h.ring, at + HEADER, offset, offset + n);
+    const step = HEADER + ((n + 7) & ~7);
+    Atomics.store(h.control, WRITE, (write + step) % (2 * RING_BYTES));
+    h.unwoken += step;
+    if (!chunk || h.unwoken >= WAKE_BYTES) wake(h);
+    return n;
+  }
 }
 
 /**
  * The SHA-256 of a stream's bytes, computed on a worker thread while the request's thread parses
  * and writes them: hashing was the largest cost of an upload on the request's thread. Bytes are
- * copied into 1 MiB pool buffers that move to the worker and back, so memory stays bounded and
- * an upload whose bytes the worker has not caught up with waits for a free buffer.
+ * copied into a shared ring of fixed size, so memory stays bounded and an upload whose bytes the
+ * worker has not caught up with waits for room.
  */
 export class StreamHash {
-  private readonly id = nextId++;
+  private readonly id = nextId++ & 0x7fffffff;
   private readonly state: Pending = {};
-  private current: Buffer | null = null;
-  private used = 0;
+  private readonly hasher = theHasher();
   private finished = false;
   private dropped = false;
 
   constructor() {
     pending.set(this.id, this.state);
+    this.hasher.worker.ref(); // bytes are on their way: the process waits for the worker until it is idle
   }
 
-  /** Adds bytes; calls `then` once they are copied (at once, or when a buffer is free). */
+  /** Adds bytes; calls `then` once they are copied (at once, or when the ring has room). */
   update(chunk: Buffer, then: () => void): void {
     let offset = 0;
     const go = () => {
       while (offset < chunk.length) {
         if (this.state.failed || this.dropped) return then();
-        if (!this.current) {
-          const buffer = takeBuffer();
-          if (!buffer) return void waiting.push(go);
-          this.current = Buffer.from(buffer);
-        }
-        const n = chunk.copy(this.current, this.used, offset);
-        this.used += n;
+        const n = append(this.hasher, this.id, chunk, offset, chunk.length - offset);
+        if (n < 0) return this.waitForRoom(go);
         offset += n;
-        if (this.used === this.current.length) this.flush();
       }
       then();
     };
@@ -144,14 +241,12 @@ export class StreamHash {
 
   /** The hex digest of everything added. */
   digest(): Promise<string> {
-    this.flush();
+    if (this.finished) return Promise.reject(new Error('this hash is finished'));
     this.finished = true;
     if (this.state.failed) return Promise.reject(this.state.failed);
     return new Promise((resolve, reject) => {
       this.state.digest = { resolve, reject };
-      const w = theWorker();
-      w.ref();
-      w.postMessage({ id: this.id, type: 'end' });
+      this.command(END);
     });
   }
 
@@ -159,22 +254,21 @@ export class StreamHash {
   drop(): void {
     if (this.finished) return;
     this.finished = this.dropped = true;
-    if (this.current) giveBack(this.current.buffer as ArrayBuffer);
-    this.current = null;
     pending.delete(this.id);
-    worker?.postMessage({ id: this.id, type: 'drop' });
+    if (!this.state.failed) this.command(DROP);
     stopWhenIdle();
   }
 
-  private flush(): void {
-    if (!this.current) return;
-    const buffer = this.current.buffer as ArrayBuffer;
-    const length = this.used;
-    this.current = null;
-    this.used = 0;
-    if (this.state.failed) return giveBack(buffer);
-    const w = theWorker();
-    w.ref(); // bytes are on their way: the process waits for the worker until it is idle
-    w.postMessage({ id: this.id, type: 'data', buffer, length }, [buffer]);
+  private command(kind: number): void {
+    if (hasher !== this.hasher) return; // the worker is gone; `failed` says so
+    if (append(this.hasher, this.id, null, 0, kind) < 0) this.waitForRoom(() => this.command(kind));
+  }
+
+  private waitForRoom(go: () => void): void {
+    waiting.push(go);
+    // Asked for after the wish is known, so the worker either sees the wish or has left room.
+    Atomics.store(this.hasher.control, WANT, 1);
+    wake(this.hasher);
+    if (room(this.hasher) >= RING_BYTES / 2 || hasher !== this.hasher) wakeWaiting();
   }
 }

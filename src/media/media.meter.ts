@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { AppError } from '../common/errors';
 import { StreamHash } from './media.hasher';
 
@@ -112,4 +113,19 @@ export class Meter extends Readable {
 export function interrupted(err: unknown): AppError {
   if (err instanceof AppError) return err;
   return new AppError('BAD_REQUEST', 'the upload was interrupted before the file was complete');
+}
+
+/**
+ * The SHA-256 of a stream's bytes, read to the end and dropped, hashed on the worker as uploads
+ * are (a repeated request compared with the first); over `limit` bytes, 413 as an upload would be.
+ */
+export async function sha256Of(source: Readable, limit: number): Promise<string> {
+  const meter = new Meter(source, limit, 0);
+  try {
+    await finished(meter.resume());
+    return await meter.digest();
+  } catch (err) {
+    meter.discard();
+    throw meter.errored ?? err;
+  }
 }
