@@ -43,9 +43,10 @@ export function queuedCopySql(p: string, source: string): string {
 
 /**
  * The JSON text of a job event for the row `j` (after its change), its transition's id `seq`,
- * previous state `from` and state `status` (the row's own unless given). Subscribers answer from it without reading the job when the fields they
- * asked for are in it; so that NOTIFY's 8000-byte limit holds, the columns of unbounded size are
- * put in only below a size (the log tail never): at most about 6.7 KB in all.
+ * previous state `from` and state `status` (the row's own unless given). Subscribers answer from
+ * it without reading the job when the fields they asked for are in it; so that NOTIFY's
+ * 8000-byte limit holds, the columns of unbounded size are put in only below a size (the log
+ * tail never): at most about 6.7 KB in all.
  */
 export function jobEventSql(j: string, seq: string, from: string, status = `${j}.status`): string {
   const ifSmall = (key: string, column: string, bytes: number) =>

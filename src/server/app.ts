@@ -177,7 +177,8 @@ export async function createApp({
   if (config.graphqlIde) app.use(graphiqlRoutes());
   app.use(webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }));
 
-  const bodies = jsonBodies(config.maxBodyBytes);
+  // Plain UTF-8 JSON of a stated length is read in one step; anything else by body-parser.
+  const bodies = plainJsonBodies(config.maxBodyBytes, jsonBodies(config.maxBodyBytes));
   app.use(bodies);
 
   // Each HTTP context carries its response (Apollo copies contexts, symbols included), so the
@@ -336,7 +337,7 @@ export async function createApp({
   const graphqlLane = fastLane(app, {
     method: 'POST',
     admits: (req) => req.headers['content-length'] !== undefined && hasJsonBody(req),
-    stages: [...firstStages, plainJsonBodies(config.maxBodyBytes, bodies), ...apiStages, idempotency],
+    stages: [...firstStages, bodies, ...apiStages, idempotency],
     routes: new Map([
       [
         '/graphql',
