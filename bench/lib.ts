@@ -295,6 +295,9 @@ export async function jobsClient(url: string, auth: string, command: string) {
   return { gql, create, arrivals, eventOf, latencies, dispose: () => client.dispose() };
 }
 
+/** Bytes of an upload the benchmarks' client queues before it waits for its socket to drain. */
+const CLIENT_QUEUE_BYTES = 8 * MiB;
+
 /** Streams a multipart upload of `size` bytes (a PNG signature, then filler) from one reused buffer. */
 export function upload(
   url: string,
@@ -333,12 +336,15 @@ export function upload(
       });
     });
     let sent = 0;
+    // The client refills its queue only once it has drained: waiting for 'drain' after each MiB
+    // woke it once per MiB and, on a busy machine, left the server reading a half-empty socket
+    // (docs/performance.md, Media, round 4).
     const pump = () => {
       while (sent < size) {
         const n = Math.min(block.length, size - sent);
         sent += n;
-        if (!req.write(n === block.length ? block : block.subarray(0, n)))
-          return void req.once('drain', pump);
+        req.write(n === block.length ? block : block.subarray(0, n));
+        if (req.writableLength >= CLIENT_QUEUE_BYTES) return void req.once('drain', pump);
       }
       req.end(tail);
     };

@@ -27,12 +27,15 @@ const HEADER = 8;
 
 /**
  * All the memory hashing uses, whatever the number of uploads (the old pool held 16 x 1 MiB).
- * 4 MiB with a wake at every 64 KiB beat 8 or 16 MiB woken every 0.5-2 MiB in A/B runs: the
- * worker starts sooner, so it falls behind less (docs/performance.md).
+ * 4 MiB beat 8 or 16 MiB woken every 0.5-2 MiB in A/B runs (docs/performance.md).
  */
 const RING_BYTES = 4 * 1024 * 1024;
-/** A sleeping worker is woken once this much is waiting (and at each end or drop). */
-const WAKE_BYTES = 64 * 1024;
+/**
+ * A sleeping worker is woken once this much is waiting (and at each end or drop). At 64 KiB
+ * (one socket read) `Atomics.notify` cost the request's thread about 40 ms per 512 MiB; at
+ * 256 KiB the worker starts at most 0.25 ms of hashing later (docs/performance.md, round 4).
+ */
+const WAKE_BYTES = 256 * 1024;
 /** An idle worker is stopped after this long (its memory back to the system). */
 const IDLE_MS = 30_000;
 
@@ -224,19 +227,37 @@ export class StreamHash {
     this.hasher.worker.ref(); // bytes are on their way: the process waits for the worker until it is idle
   }
 
-  /** Adds bytes; calls `then` once they are copied (at once, or when the ring has room). */
-  update(chunk: Buffer, then: () => void): void {
-    let offset = 0;
+  /**
+   * Adds bytes. Answers true once they are all copied; otherwise (the ring is full) the rest is
+   * copied when there is room, and then `then` is called. Nothing is allocated per call on the
+   * way that does not wait (it runs for every chunk of every upload).
+   */
+  update(chunk: Buffer, then: () => void): boolean {
+    let offset = this.copy(chunk, 0);
+    if (offset < 0) return true;
+    // waitForRoom() may go on at once: `then` is for a wait that outlives this call.
+    let waited = false;
+    let done = false;
     const go = () => {
-      while (offset < chunk.length) {
-        if (this.state.failed || this.dropped) return then();
-        const n = append(this.hasher, this.id, chunk, offset, chunk.length - offset);
-        if (n < 0) return this.waitForRoom(go);
-        offset += n;
-      }
-      then();
+      offset = this.copy(chunk, offset);
+      if (offset >= 0) this.waitForRoom(go);
+      else if (waited) then();
+      else done = true;
     };
-    go();
+    this.waitForRoom(go);
+    waited = true;
+    return done;
+  }
+
+  /** Copies from `offset` on as far as the ring has room: -1 when all is in, else where it stopped. */
+  private copy(chunk: Buffer, offset: number): number {
+    while (offset < chunk.length) {
+      if (this.state.failed || this.dropped) return -1;
+      const n = append(this.hasher, this.id, chunk, offset, chunk.length - offset);
+      if (n < 0) return offset;
+      offset += n;
+    }
+    return -1;
   }
 
   /** The hex digest of everything added. */

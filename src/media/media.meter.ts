@@ -17,7 +17,7 @@ export class Meter extends Readable {
   private headChunks: Buffer[] | null = [];
   private headDone!: () => void;
   private headFailed!: (err: Error) => void;
-  /** The source is paused until the hash has a free buffer for the last chunk. */
+  /** The source is paused until the hash has room for the last chunk. */
   private hashing = false;
   /** The source is paused until this stream's reader wants more. */
   private full = false;
@@ -67,17 +67,15 @@ export class Meter extends Readable {
       this.headChunks.push(chunk);
       if (this.bytes >= this.headSize) this.headDone();
     }
-    let copied = false;
-    this.hash.update(chunk, () => {
-      copied = true;
-      if (!this.hashing) return;
-      this.hashing = false;
-      this.resumeSource();
-    });
-    // update() calls back at once unless it waits for a free buffer.
-    if (!copied) this.hashing = true;
+    // The source waits while the chunk waits for room in the hash's ring.
+    if (!this.hash.update(chunk, this.hashed)) this.hashing = true;
     if (!this.push(chunk)) this.full = true;
     if (this.full || this.hashing) this.source.pause();
+  };
+
+  private readonly hashed = (): void => {
+    this.hashing = false;
+    this.resumeSource();
   };
 
   override _read(): void {
