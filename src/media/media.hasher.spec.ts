@@ -3,7 +3,8 @@ import { StreamHash } from './media.hasher';
 
 async function hashOf(chunks: Buffer[]): Promise<string> {
   const h = new StreamHash();
-  for (const c of chunks) await new Promise<void>((then) => {
+  for (const c of chunks)
+    await new Promise<void>((then) => {
       if (h.update(c, then)) then();
     });
   return h.digest();
@@ -47,8 +48,8 @@ describe('StreamHash (SHA-256 on a worker thread, fed through a shared ring)', (
     for (let i = 0; i < 40; i++) {
       const h = new StreamHash();
       await new Promise<void>((then) => {
-      if (h.update(randomBytes(1024 * 1024 + 10), then)) then();
-    });
+        if (h.update(randomBytes(1024 * 1024 + 10), then)) then();
+      });
       h.drop();
     }
     // Dropped while another upload fills the ring past its size: both go on.
