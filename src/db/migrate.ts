@@ -21,9 +21,8 @@ export type MigrationMessage =
 /** Both schemas up to date: the service's (MikroORM's migrator) and the job queue's (graphile-worker). */
 export async function migrateSchemas(target: MigrationTarget, log: MigrationLog): Promise<void> {
   await migrateSchema({ clientUrl: target.databaseUrl, queryTimeoutMs: target.queryTimeoutMs });
-  /* eslint-disable @typescript-eslint/no-require-imports */
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { runMigrations, Logger } = require('graphile-worker') as typeof import('graphile-worker');
-  /* eslint-enable @typescript-eslint/no-require-imports */
   await runMigrations({ connectionString: target.databaseUrl, logger: new Logger(() => log) });
 }
 
@@ -57,7 +56,9 @@ export async function migrate(target: MigrationTarget, log: Logger): Promise<voi
         }
       });
       worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the migration worker exited (${code}) before finishing`)));
+      worker.once('exit', (code) =>
+        reject(new Error(`the migration worker exited (${code}) before finishing`)),
+      );
     });
   } finally {
     await worker.terminate();

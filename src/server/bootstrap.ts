@@ -64,15 +64,22 @@ export async function startRuntime(
       databaseUrl = embedded.url;
     }
     warnAboutMachineTypes(config, log);
-    // The service's schema and the job queue's (every role needs it: creating a deployment enqueues).
-    await migrate({ databaseUrl, queryTimeoutMs: config.databaseQueryTimeoutMs }, log);
+    // The service's schema and the job queue's (every role needs it: creating a deployment
+    // enqueues), migrated in a worker thread while this one opens the ORM (metadata discovery and a
+    // first connection, which do not read the schema).
+    const [migrated, opened] = await Promise.allSettled([
+      migrate({ databaseUrl, queryTimeoutMs: config.databaseQueryTimeoutMs }, log),
+      openOrm({
+        clientUrl: databaseUrl,
+        onQuery: options.onQuery,
+        queryTimeoutMs: config.databaseQueryTimeoutMs,
+        migrate: false,
+      }),
+    ]);
+    if (opened.status === 'fulfilled') orm = opened.value; // the catch below closes it if migrating failed
+    if (migrated.status === 'rejected') throw migrated.reason;
+    if (!orm) throw (opened as PromiseRejectedResult).reason;
     log.info('database schema up to date');
-    orm = await openOrm({
-      clientUrl: databaseUrl,
-      onQuery: options.onQuery,
-      queryTimeoutMs: config.databaseQueryTimeoutMs,
-      migrate: false,
-    });
     await seedBuiltinModels(orm);
     bus = new EventBus(databaseUrl, log, config.databaseQueryTimeoutMs);
     await bus.start();
