@@ -27,11 +27,11 @@ export async function migrateSchemas(target: MigrationTarget, log: MigrationLog)
 }
 
 /**
- * Migrates before the service opens its connections, in a worker thread whose heap is released
- * when it ends: the migrator, the migrations and graphile-worker are about 4 MiB of heap that a
- * serving process would otherwise keep for its whole life, and each MiB of live heap costs up to
- * four of peak RSS (docs/performance.md, "Memory"). Run from the TypeScript sources (tests, swc),
- * it migrates in this thread, since a worker thread could not load them.
+ * Migrates in a worker thread whose heap is released when it ends: the migrator, the migrations
+ * and graphile-worker are about 4 MiB of heap that a serving process would otherwise keep for its
+ * whole life, and each MiB of live heap costs up to two of peak RSS with `npm start`'s flags (four
+ * without: docs/performance.md, "Memory"). Run from the TypeScript sources (tests, swc), it
+ * migrates in this thread, since a worker thread could not load them.
  */
 export async function migrate(target: MigrationTarget, log: Logger): Promise<void> {
   const graphileLog: MigrationLog = (level, message, meta) =>

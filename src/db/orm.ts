@@ -56,7 +56,7 @@ export function ormConfig(opts: OrmOptions): Options {
 /**
  * The checked-in migrations, loaded only to migrate: they pull in the migrator (umzug,
  * @rushstack, ajv), about 3 MiB of heap that a serving process would carry for nothing, and
- * every MiB of live heap costs up to four of peak RSS (docs/performance.md, "Memory").
+ * every MiB of live heap costs more of peak RSS (docs/performance.md, "Memory").
  */
 function migrationsConfig(): NonNullable<Options['migrations']> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
