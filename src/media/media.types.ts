@@ -59,6 +59,20 @@ export class MediaAssetType {
   @Field(() => Date)
   updatedAt!: Date;
 
+  /**
+   * The MediaAsset properties the given fields are made of (a list reads only those columns);
+   * null when a field is not known here (then every column is read).
+   */
+  static propsOf(fields: Iterable<string>): string[] | null {
+    const props = new Set(['id', 'createdAt']); // the keyset of the page and its cursor
+    for (const field of fields) {
+      if (field === '__typename') continue;
+      if (!Object.hasOwn(FIELD_SOURCES, field)) return null;
+      for (const p of FIELD_SOURCES[field]) props.add(p);
+    }
+    return [...props];
+  }
+
   static from(media: MediaService) {
     return (a: MediaAsset): MediaAssetType =>
       ({
@@ -78,6 +92,23 @@ export class MediaAssetType {
       }) satisfies MediaAssetType;
   }
 }
+
+/** The MediaAsset properties each field of MediaAssetType is made of (see `from`). */
+const FIELD_SOURCES: Record<string, readonly (keyof MediaAsset)[]> = {
+  id: ['id'],
+  imageName: ['imageName'],
+  url: ['id', 'extension'],
+  mediaKey: ['id', 'extension'],
+  status: ['status'],
+  type: ['type'],
+  tags: ['tags'],
+  contentType: ['contentType'],
+  size: ['size'],
+  sha256: ['sha256'],
+  jobId: ['jobId'],
+  createdAt: ['createdAt'],
+  updatedAt: ['updatedAt'],
+};
 
 export const MediaAssetConnection = Connection(MediaAssetType, 'MediaAsset');
 
