@@ -20,11 +20,13 @@ export interface Page<T> {
 
 interface Keyed {
   id: string;
-  createdAt: Date;
+  /** A Date, or its ISO text (`toISOString`'s form: rows whose times are read as text). */
+  createdAt: Date | string;
 }
 
 export function encodeCursor(row: Keyed): string {
-  return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
+  const createdAt = typeof row.createdAt === 'string' ? row.createdAt : row.createdAt.toISOString();
+  return Buffer.from(JSON.stringify([createdAt, row.id])).toString('base64url');
 }
 
 /** `isId` checks the id a cursor carries (UUIDs unless the table says otherwise). */

@@ -1,4 +1,5 @@
-import { goTime, isoTime } from './time';
+import { GraphQLDateTimeISO } from 'graphql-scalars';
+import { goTime, isCanonicalIso, isoTime } from './time';
 
 describe('isoTime', () => {
   it('prints what toISOString prints, over the years 1970 to 9999', () => {
@@ -65,5 +66,42 @@ describe('goTime by position', () => {
     expect(goTime('2026-11-22T10:15:03.1234Z')).toBe('2026-11-22 10:15:03.1234 +0000 UTC');
     expect(goTime('2026-11-22T01:00:00.500+02:00')).toBe('2026-11-21 23:00:00.5 +0000 UTC');
     expect(() => goTime('2026-11-22T10:15:0x.120Z')).toThrow(RangeError);
+  });
+});
+
+describe('isCanonicalIso', () => {
+  it('holds for what isoTime prints', () => {
+    for (let i = 0; i < 20_000; i++) {
+      const iso = isoTime(new Date(Math.floor(Math.random() * 253_402_300_800_000)));
+      expect(isCanonicalIso(iso)).toBe(true);
+    }
+    expect(isCanonicalIso('2024-02-29T23:59:59.999Z')).toBe(true);
+    expect(isCanonicalIso('2000-02-29T00:00:00.000Z')).toBe(true);
+  });
+
+  it('fails other forms and impossible dates, which the DateTime scalar parses as before', () => {
+    for (const text of [
+      '2026-11-22T10:15:03Z',
+      '2026-11-22T10:15:03.12Z',
+      '2026-11-22T10:15:03.120+00:00',
+      '2026-11-22 10:15:03.120Z',
+      '2026-02-29T00:00:00.000Z',
+      '1900-02-29T00:00:00.000Z',
+      '2026-04-31T00:00:00.000Z',
+      '2026-13-01T00:00:00.000Z',
+      '2026-00-10T00:00:00.000Z',
+      '2026-11-00T00:00:00.000Z',
+      '2026-11-22T24:00:00.000Z',
+      '2026-11-22T10:60:00.000Z',
+      '2026-11-22T10:15:60.000Z',
+    ])
+      expect(isCanonicalIso(text)).toBe(false);
+  });
+
+  it("is text graphql-scalars' DateTimeISO would print as it is", () => {
+    for (let i = 0; i < 5_000; i++) {
+      const iso = isoTime(new Date(Math.floor(Math.random() * 253_402_300_800_000)));
+      expect(GraphQLDateTimeISO.serialize(iso)).toBe(iso);
+    }
   });
 });

@@ -39,6 +39,28 @@ function isMillisIso(s: string): boolean {
 }
 const ISO_SHAPE = '9999-99-99T99:99:99.999Z';
 
+/**
+ * Whether `s` is exactly what isoTime prints for some time: the form, and a real calendar date
+ * and time of day. The DateTime scalar passes such text through as it is, where parsing it into
+ * a Date and printing it again would give the same text.
+ */
+export function isCanonicalIso(s: string): boolean {
+  if (!isMillisIso(s)) return false;
+  const digits = (at: number, n: number) => {
+    let v = 0;
+    for (let i = at; i < at + n; i++) v = v * 10 + s.charCodeAt(i) - 48;
+    return v;
+  };
+  const year = digits(0, 4);
+  const month = digits(5, 2);
+  const day = digits(8, 2);
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days =
+    month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  return day <= days && digits(11, 2) < 24 && digits(14, 2) < 60 && digits(17, 2) < 60;
+}
+
 const two = (n: number) => (n < 10 ? `0${n}` : `${n}`);
 const three = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
 const DAY_MS = 86_400_000;

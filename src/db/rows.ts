@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ReferenceKind, type EntityClass } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isUuid } from '../common/ids';
+import { isoTime } from '../common/time';
 
 type Row = Record<string, unknown>;
 
@@ -27,8 +28,43 @@ export function pgTime(value: unknown): Date {
     return v;
   };
   const ms = n > 23 ? num(20, Math.min(n - 3, 23)) * 10 ** (3 - (Math.min(n - 3, 23) - 20)) : 0;
-  return new Date(Date.UTC(num(0, 4), num(5, 7) - 1, num(8, 10), num(11, 13), num(14, 16), num(17, 19), ms));
+  const year = num(0, 4);
+  const date = new Date(Date.UTC(year, num(5, 7) - 1, num(8, 10), num(11, 13), num(14, 16), num(17, 19), ms));
+  if (year < 100) date.setUTCFullYear(year); // Date.UTC takes years 0 to 99 as 1900 to 1999
+  return date;
 }
+
+/** PostgreSQL's UTC text, `YYYY-MM-DD HH:MM:SS` then an optional fraction of 1 to 6 digits, `+00`. */
+function isPgUtc(s: string): boolean {
+  const n = s.length;
+  if (n !== 22 && (n < 24 || n > 29)) return false;
+  if (s.charCodeAt(n - 3) !== 43 /* + */ || s.charCodeAt(n - 2) !== 48 || s.charCodeAt(n - 1) !== 48)
+    return false;
+  for (let i = 0; i < n - 3; i++) {
+    const c = s.charCodeAt(i);
+    const want = i < 19 ? PG_SHAPE.charCodeAt(i) : i === 19 ? 46 /* . */ : 57;
+    if (want === 57 ? c < 48 || c > 57 : c !== want) return false;
+  }
+  return true;
+}
+const PG_SHAPE = '9999-99-99 99:99:99';
+
+/**
+ * A timestamptz's ISO text (what the DateTime scalar and isoTime print: `pgTime`'s Date printed
+ * by toISOString), cut from PostgreSQL's UTC text without a Date: the fraction cut or padded to
+ * milliseconds, as the Date keeps it. Any other form goes through the Date.
+ */
+export function pgIsoTime(value: unknown): string {
+  if (typeof value !== 'string' || !isPgUtc(value)) return isoTime(pgTime(value));
+  const fraction =
+    value.length === 22 ? '000' : value.slice(20, Math.min(value.length - 3, 23)).padEnd(3, '0');
+  return `${value.slice(0, 10)}T${value.slice(11, 19)}.${fraction}Z`;
+}
+
+/** An entity's shape with its times as ISO text (`pgIsoTime`), for rows only printed. */
+export type WithIsoTimes<T> = {
+  [K in keyof T]: NonNullable<T[K]> extends Date ? string | Extract<T[K], null | undefined> : T[K];
+};
 
 /**
  * Reads raw rows as plain objects of an entity's shape (read-only: the ORM does not track them),
@@ -37,9 +73,20 @@ export function pgTime(value: unknown): Date {
  * `prefix` reads columns named `<prefix><column>` (one entity of a joined row).
  */
 export function rowReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix = ''): (row: Row) => T {
-  return memo(orm, `read:${entity.name}:${prefix}`, () => buildReader(orm, entity, prefix)) as (
+  return memo(orm, `read:${entity.name}:${prefix}`, () => buildReader(orm, entity, prefix, pgTime)) as (
     row: Row,
   ) => T;
+}
+
+/**
+ * rowReader with times as ISO text rather than Dates (`pgIsoTime`): for lists whose times are
+ * only printed, where reading each into a Date and printing it again was a few percent of the
+ * request.
+ */
+export function isoRowReader<T>(orm: MikroORM, entity: EntityClass<T>): (row: Row) => WithIsoTimes<T> {
+  return memo(orm, `read-iso:${entity.name}`, () => buildReader(orm, entity, '', pgIsoTime)) as (
+    row: Row,
+  ) => WithIsoTimes<T>;
 }
 
 /** Types whose values arrive from the driver as the entity holds them (no conversion needed). */
@@ -56,7 +103,12 @@ const AS_IS = new Set([
   'ArrayType',
 ]);
 
-function buildReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix: string): (row: Row) => T {
+function buildReader<T>(
+  orm: MikroORM,
+  entity: EntityClass<T>,
+  prefix: string,
+  time: (v: unknown) => unknown,
+): (row: Row) => T {
   const platform = orm.em.getPlatform();
   const converters: ((v: unknown) => unknown)[] = [];
   const converted = (fn: (v: unknown) => unknown) => `c[${converters.push(fn) - 1}]`;
@@ -65,7 +117,7 @@ function buildReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix: string): 
     const type = p.customType;
     let read = value;
     if (p.kind === ReferenceKind.MANY_TO_ONE) read = `${value} === null ? null : { id: ${value} }`;
-    else if (p.runtimeType === 'Date') read = `${value} == null ? ${value} : ${converted(pgTime)}(${value})`;
+    else if (p.runtimeType === 'Date') read = `${value} == null ? ${value} : ${converted(time)}(${value})`;
     else if (type && !AS_IS.has(type.constructor.name))
       read = `${value} == null ? ${value} : ${converted((v) => type.convertToJSValue(v, platform))}(${value})`;
     return `${JSON.stringify(p.name)}: ${read}`;

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
-import { prefixedColumns, rowReader } from '../db/rows';
+import { isoRowReader, prefixedColumns, type WithIsoTimes } from '../db/rows';
 import { isUuid } from '../common/ids';
 import type { Logger } from '../common/logger';
 import { sqlPage, type Page, type PageArgs } from '../common/pagination';
@@ -27,6 +27,9 @@ export interface MediaFilter {
   excludeTags?: string[] | null;
   type?: MediaType | null;
 }
+
+/** An asset as a list reads it: its times as ISO text (only printed), unread columns undefined. */
+export type MediaRow = WithIsoTimes<MediaAsset>;
 
 export interface MediaServiceOptions {
   cdnUrl: string;
@@ -56,11 +59,11 @@ export class MediaService {
   }
 
   /** The path of a file below the root: `media/<id>.<ext>`. */
-  keyOf(asset: MediaAsset): string {
+  keyOf(asset: Pick<MediaAsset, 'id' | 'extension'>): string {
     return `media/${storageKey(asset)}`;
   }
 
-  urlOf(asset: MediaAsset): string {
+  urlOf(asset: Pick<MediaAsset, 'id' | 'extension'>): string {
     return this.baseUrl + this.keyOf(asset);
   }
 
@@ -170,7 +173,7 @@ export class MediaService {
     filter: MediaFilter,
     args: PageArgs,
     props: readonly string[] | null = null,
-  ): Promise<Page<MediaAsset>> {
+  ): Promise<Page<MediaRow>> {
     const include = normaliseTags(filter.tags, 'tags');
     const exclude = normaliseTags(filter.excludeTags, 'excludeTags');
     const owner = ownerOf(principal);
@@ -192,7 +195,7 @@ export class MediaService {
       { from: 'media_assets', select },
       conditions,
       args,
-      rowReader(this.orm, MediaAsset),
+      isoRowReader(this.orm, MediaAsset),
     );
   }
 

@@ -2,7 +2,7 @@ import { GraphQLSafeInt } from 'graphql-scalars';
 import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
 import { Connection } from '../graphql/graphql.helpers';
 import type { MediaAsset } from './media.entity';
-import type { MediaService } from './media.service';
+import type { MediaRow, MediaService } from './media.service';
 
 export enum MediaTypeEnum {
   SOURCE_ASSET = 'source_asset',
@@ -53,11 +53,12 @@ export class MediaAssetType {
   @Field(() => ID, { nullable: true, description: 'The job that wrote a target asset.' })
   jobId!: string | null;
 
+  /** A Date, or its ISO text (a list's rows: see `MediaRow`). */
   @Field(() => Date)
-  createdAt!: Date;
+  createdAt!: Date | string;
 
   @Field(() => Date)
-  updatedAt!: Date;
+  updatedAt!: Date | string;
 
   /**
    * The MediaAsset properties the given fields are made of (a list reads only those columns);
@@ -74,7 +75,7 @@ export class MediaAssetType {
   }
 
   static from(media: MediaService) {
-    return (a: MediaAsset): MediaAssetType =>
+    return (a: MediaAsset | MediaRow): MediaAssetType =>
       ({
         id: a.id,
         imageName: a.imageName,
