@@ -20,13 +20,12 @@ export interface Page<T> {
 
 interface Keyed {
   id: string;
-  /** A Date, or its ISO text (`toISOString`'s form: rows whose times are read as text). */
-  createdAt: Date | string;
+  /** A Date, or a time kept as PostgreSQL's text (PgTimeText). */
+  createdAt: Pick<Date, 'toISOString'>;
 }
 
 export function encodeCursor(row: Keyed): string {
-  const createdAt = typeof row.createdAt === 'string' ? row.createdAt : row.createdAt.toISOString();
-  return Buffer.from(JSON.stringify([createdAt, row.id])).toString('base64url');
+  return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
 }
 
 /** `isId` checks the id a cursor carries (UUIDs unless the table says otherwise). */

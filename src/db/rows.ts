@@ -2,68 +2,13 @@ import { createHash } from 'node:crypto';
 import { ReferenceKind, type EntityClass } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isUuid } from '../common/ids';
-import { isoTime } from '../common/time';
+import { PgTimeText, pgTime } from '../common/time';
 
 type Row = Record<string, unknown>;
 
-/**
- * A timestamptz as the ORM's driver hands it over (text), or a Date, as a Date. PostgreSQL's text
- * in UTC (`2026-11-22 10:15:03.123456+00`, the fraction optional) is read by position, without
- * Date's general parser (a list reads hundreds of times per page); anything else goes to it.
- */
-export function pgTime(value: unknown): Date {
-  if (value instanceof Date) return value;
-  const s = value as string;
-  const n = s.length;
-  if (
-    n < 22 ||
-    s.charCodeAt(n - 3) !== 43 /* + */ ||
-    s.charCodeAt(n - 2) !== 48 ||
-    s.charCodeAt(n - 1) !== 48
-  )
-    return new Date(s);
-  const num = (from: number, to: number) => {
-    let v = 0;
-    for (let i = from; i < to; i++) v = v * 10 + s.charCodeAt(i) - 48;
-    return v;
-  };
-  const ms = n > 23 ? num(20, Math.min(n - 3, 23)) * 10 ** (3 - (Math.min(n - 3, 23) - 20)) : 0;
-  const year = num(0, 4);
-  const date = new Date(Date.UTC(year, num(5, 7) - 1, num(8, 10), num(11, 13), num(14, 16), num(17, 19), ms));
-  if (year < 100) date.setUTCFullYear(year); // Date.UTC takes years 0 to 99 as 1900 to 1999
-  return date;
-}
-
-/** PostgreSQL's UTC text, `YYYY-MM-DD HH:MM:SS` then an optional fraction of 1 to 6 digits, `+00`. */
-function isPgUtc(s: string): boolean {
-  const n = s.length;
-  if (n !== 22 && (n < 24 || n > 29)) return false;
-  if (s.charCodeAt(n - 3) !== 43 /* + */ || s.charCodeAt(n - 2) !== 48 || s.charCodeAt(n - 1) !== 48)
-    return false;
-  for (let i = 0; i < n - 3; i++) {
-    const c = s.charCodeAt(i);
-    const want = i < 19 ? PG_SHAPE.charCodeAt(i) : i === 19 ? 46 /* . */ : 57;
-    if (want === 57 ? c < 48 || c > 57 : c !== want) return false;
-  }
-  return true;
-}
-const PG_SHAPE = '9999-99-99 99:99:99';
-
-/**
- * A timestamptz's ISO text (what the DateTime scalar and isoTime print: `pgTime`'s Date printed
- * by toISOString), cut from PostgreSQL's UTC text without a Date: the fraction cut or padded to
- * milliseconds, as the Date keeps it. Any other form goes through the Date.
- */
-export function pgIsoTime(value: unknown): string {
-  if (typeof value !== 'string' || !isPgUtc(value)) return isoTime(pgTime(value));
-  const fraction =
-    value.length === 22 ? '000' : value.slice(20, Math.min(value.length - 3, 23)).padEnd(3, '0');
-  return `${value.slice(0, 10)}T${value.slice(11, 19)}.${fraction}Z`;
-}
-
-/** An entity's shape with its times as ISO text (`pgIsoTime`), for rows only printed. */
-export type WithIsoTimes<T> = {
-  [K in keyof T]: NonNullable<T[K]> extends Date ? string | Extract<T[K], null | undefined> : T[K];
+/** An entity's shape with its times kept as PostgreSQL's text (PgTimeText), for rows only printed. */
+export type WithTextTimes<T> = {
+  [K in keyof T]: NonNullable<T[K]> extends Date ? PgTimeText | Extract<T[K], null | undefined> : T[K];
 };
 
 /**
@@ -79,15 +24,16 @@ export function rowReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix = '')
 }
 
 /**
- * rowReader with times as ISO text rather than Dates (`pgIsoTime`): for lists whose times are
- * only printed, where reading each into a Date and printing it again was a few percent of the
- * request.
+ * rowReader with times kept as PostgreSQL's text (PgTimeText) rather than Dates: for lists whose
+ * times are only printed, where reading each into a Date and printing it again was a few percent
+ * of the request.
  */
-export function isoRowReader<T>(orm: MikroORM, entity: EntityClass<T>): (row: Row) => WithIsoTimes<T> {
-  return memo(orm, `read-iso:${entity.name}`, () => buildReader(orm, entity, '', pgIsoTime)) as (
+export function textTimesReader<T>(orm: MikroORM, entity: EntityClass<T>): (row: Row) => WithTextTimes<T> {
+  return memo(orm, `read-text-times:${entity.name}`, () => buildReader(orm, entity, '', timeText)) as (
     row: Row,
-  ) => WithIsoTimes<T>;
+  ) => WithTextTimes<T>;
 }
+const timeText = (value: unknown) => new PgTimeText(value);
 
 /** Types whose values arrive from the driver as the entity holds them (no conversion needed). */
 const AS_IS = new Set([
@@ -199,25 +145,40 @@ export async function queryRows(
   values: unknown[],
   prepared = false,
 ): Promise<Record<string, unknown>[]> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
+  const text = numbered(sql);
   em.config.getLogger().logQuery({ query: text, params: values, level: 'info' });
   const client = em.getKnex().client as {
     acquireConnection(): Promise<{
-      query(query: {
-        text: string;
-        values: unknown[];
-        name?: string;
-      }): Promise<{ rows: Record<string, unknown>[] }>;
+      query(
+        query: string | { text: string; values: unknown[]; name: string },
+        values?: unknown[],
+      ): Promise<{ rows: Record<string, unknown>[] }>;
     }>;
     releaseConnection(connection: unknown): Promise<void>;
   };
   const connection = await client.acquireConnection();
   try {
-    return (await connection.query({ text, values, name: prepared ? statementName(text) : undefined })).rows;
+    // Text and values as two arguments: pg copies a query object given whole (its descriptors).
+    const result = prepared
+      ? await connection.query({ text, values, name: statementName(text) })
+      : await connection.query(text, values);
+    return result.rows;
   } finally {
     await client.releaseConnection(connection);
   }
+}
+
+/** `?` placeholders as `$1`, `$2`...: a list's few texts come again on every request. */
+const numberedTexts = new Map<string, string>();
+function numbered(sql: string): string {
+  let text = numberedTexts.get(sql);
+  if (text === undefined) {
+    let n = 0;
+    text = sql.replace(/\?/g, () => `$${++n}`);
+    if (numberedTexts.size >= 1000) numberedTexts.clear();
+    numberedTexts.set(sql, text);
+  }
+  return text;
 }
 
 /** Prepared statements' names, by text: one per text, the same on every connection. */

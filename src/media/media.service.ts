@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
-import { isoRowReader, prefixedColumns, type WithIsoTimes } from '../db/rows';
+import { prefixedColumns, textTimesReader, type WithTextTimes } from '../db/rows';
 import { isUuid } from '../common/ids';
 import type { Logger } from '../common/logger';
 import { sqlPage, type Page, type PageArgs } from '../common/pagination';
@@ -28,8 +28,8 @@ export interface MediaFilter {
   type?: MediaType | null;
 }
 
-/** An asset as a list reads it: its times as ISO text (only printed), unread columns undefined. */
-export type MediaRow = WithIsoTimes<MediaAsset>;
+/** An asset as a list reads it: its times as text (only printed), unread columns undefined. */
+export type MediaRow = WithTextTimes<MediaAsset>;
 
 export interface MediaServiceOptions {
   cdnUrl: string;
@@ -195,7 +195,7 @@ export class MediaService {
       { from: 'media_assets', select },
       conditions,
       args,
-      isoRowReader(this.orm, MediaAsset),
+      textTimesReader(this.orm, MediaAsset),
     );
   }
 

@@ -1,5 +1,6 @@
 import { GraphQLSafeInt } from 'graphql-scalars';
 import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
+import type { PgTimeText } from '../common/time';
 import { Connection } from '../graphql/graphql.helpers';
 import type { MediaAsset } from './media.entity';
 import type { MediaRow, MediaService } from './media.service';
@@ -53,12 +54,12 @@ export class MediaAssetType {
   @Field(() => ID, { nullable: true, description: 'The job that wrote a target asset.' })
   jobId!: string | null;
 
-  /** A Date, or its ISO text (a list's rows: see `MediaRow`). */
+  /** A Date, or PostgreSQL's text of it (a list's rows: see `MediaRow`). */
   @Field(() => Date)
-  createdAt!: Date | string;
+  createdAt!: Date | PgTimeText;
 
   @Field(() => Date)
-  updatedAt!: Date | string;
+  updatedAt!: Date | PgTimeText;
 
   /**
    * The MediaAsset properties the given fields are made of (a list reads only those columns);
