@@ -1,7 +1,7 @@
-import http from 'node:http';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, uploadFile } from './helpers/media';
 import { requestsCounted } from './helpers/metrics';
+import { rawRequest, type Answer } from './helpers/raw-http';
 
 /**
  * `POST /graphql` with a JSON body takes a lane in front of Express (src/http/http.lane.ts): the
@@ -16,35 +16,14 @@ let t: TestApp;
 let alice: string;
 let bob: string;
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
 function post(body: string, headers: Record<string, string>, chunked = false): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      `${t.url}/graphql`,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(chunked ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
-          ...headers,
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
-      },
-    );
-    req.on('error', reject);
-    if (chunked) req.write(body);
-    req.end(chunked ? undefined : body);
-  });
+  const length: Record<string, string> = chunked ? {} : { 'content-length': String(Buffer.byteLength(body)) };
+  return rawRequest(
+    `${t.url}/graphql`,
+    { method: 'POST', headers: { 'content-type': 'application/json', ...length, ...headers } },
+    body,
+    chunked,
+  );
 }
 
 /** The answer of the lane and of the generic stack, less what differs by the moment. */
