@@ -7,6 +7,8 @@ import { CurrentPrincipal, selectedFieldsAt, toConnection } from '../graphql/gra
 import { MediaService } from './media.service';
 import { MediaAssetConnection, MediaAssetType, MediaFilterInput } from './media.types';
 
+const NO_FIELDS: ReadonlySet<string> = new Set();
+
 @Resolver(() => MediaAssetType)
 export class MediaResolver {
   private readonly view: ReturnType<typeof MediaAssetType.from>;
@@ -29,7 +31,7 @@ export class MediaResolver {
         principal,
         filter ?? {},
         { first, after },
-        MediaAssetType.propsOf(selectedFieldsAt(info, 'nodes', 'edges.node') ?? []),
+        MediaAssetType.propsOf(selectedFieldsAt(info, 'nodes', 'edges.node') ?? NO_FIELDS),
       ),
       this.view,
       encodeCursor,

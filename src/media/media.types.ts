@@ -63,16 +63,13 @@ export class MediaAssetType {
 
   /**
    * The MediaAsset properties the given fields are made of (a list reads only those columns);
-   * null when a field is not known here (then every column is read).
+   * null when a field is not known here (then every column is read). Remembered per set of
+   * fields (selectedFieldsAt gives the same set for the same document).
    */
-  static propsOf(fields: Iterable<string>): string[] | null {
-    const props = new Set(['id', 'createdAt']); // the keyset of the page and its cursor
-    for (const field of fields) {
-      if (field === '__typename') continue;
-      if (!Object.hasOwn(FIELD_SOURCES, field)) return null;
-      for (const p of FIELD_SOURCES[field]) props.add(p);
-    }
-    return [...props];
+  static propsOf(fields: ReadonlySet<string>): readonly string[] | null {
+    let props = propsBySelection.get(fields);
+    if (props === undefined) propsBySelection.set(fields, (props = sourcesOf(fields)));
+    return props;
   }
 
   static from(media: MediaService) {
@@ -111,6 +108,18 @@ const FIELD_SOURCES: Record<string, readonly (keyof MediaAsset)[]> = {
   createdAt: ['createdAt'],
   updatedAt: ['updatedAt'],
 };
+
+const propsBySelection = new WeakMap<ReadonlySet<string>, readonly string[] | null>();
+
+function sourcesOf(fields: Iterable<string>): string[] | null {
+  const props = new Set<string>(['id', 'createdAt']); // the keyset of the page and its cursor
+  for (const field of fields) {
+    if (field === '__typename') continue;
+    if (!Object.hasOwn(FIELD_SOURCES, field)) return null;
+    for (const p of FIELD_SOURCES[field]) props.add(p);
+  }
+  return [...props];
+}
 
 export const MediaAssetConnection = Connection(MediaAssetType, 'MediaAsset');
 
