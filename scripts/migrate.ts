@@ -27,9 +27,9 @@ async function main(): Promise<number> {
     url = embedded.url;
   }
   try {
-    const orm = await openOrm({ clientUrl: url, migrate: false });
+    const orm = await openOrm({ clientUrl: url, migrate: false, migrations: true });
     try {
-      const migrator = orm.getMigrator();
+      const migrator = orm.migrator;
       if (command === 'up') {
         const applied = await migrator.up();
         console.log(applied.length ? applied.map((m) => `applied ${m.name}`).join('\n') : 'nothing to apply');

@@ -20,7 +20,7 @@ async function main() {
   await chmod(dir, 0o755);
   const db = await startEmbeddedPostgres(dir, createLogger('warn'));
   try {
-    const config = ormConfig({ clientUrl: db.url });
+    const config = ormConfig({ clientUrl: db.url, migrations: true });
     const orm = await MikroORM.init({
       ...config,
       migrations: {
@@ -30,8 +30,8 @@ async function main() {
         fileName: (ts, name) => `Migration${ts}${name ? '_' + name : ''}`,
       },
     });
-    await orm.getMigrator().up();
-    const result = await orm.getMigrator().createMigration(migrationsDir, false, false, process.argv[2]);
+    await orm.migrator.up();
+    const result = await orm.migrator.createMigration(migrationsDir, false, false, process.argv[2]);
     console.log(
       result.diff.up.length ? `created ${result.fileName}` : 'schema is up to date, no migration created',
     );

@@ -1,7 +1,5 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import type { Client } from 'pg';
-import { Migrator } from '@mikro-orm/migrations';
-import { migrationsList } from '../../migrations';
 import { entities } from './entities';
 import { boundedConnection, boundQueries } from './pg-bounds';
 
@@ -19,6 +17,8 @@ export interface OrmOptions {
   queryTimeoutMs?: number;
   /** Statements without the bound (migrations: one may rightly take long); connecting keeps it. */
   unboundedStatements?: boolean;
+  /** With the checked-in migrations configured, for `orm.migrator` (which MikroORM loads on first use). */
+  migrations?: boolean;
 }
 
 export function ormConfig(opts: OrmOptions): Options {
@@ -27,15 +27,7 @@ export function ormConfig(opts: OrmOptions): Options {
   return {
     clientUrl: opts.clientUrl,
     entities,
-    extensions: [Migrator],
-    migrations: {
-      migrationsList,
-      silent: true,
-      transactional: true,
-      allOrNothing: true,
-      snapshot: false,
-      path: 'migrations',
-    },
+    ...(opts.migrations ? { migrations: migrationsConfig() } : {}),
     allowGlobalContext: false,
     forceUtcTimezone: true,
     // Fail within the bound when the server is gone or frozen instead of queueing requests; a
@@ -61,12 +53,36 @@ export function ormConfig(opts: OrmOptions): Options {
   };
 }
 
+/**
+ * The checked-in migrations, loaded only to migrate: they pull in the migrator (umzug,
+ * @rushstack, ajv), about 3 MiB of heap that a serving process would carry for nothing, and
+ * every MiB of live heap costs more of peak RSS (docs/performance.md, "Memory").
+ */
+function migrationsConfig(): NonNullable<Options['migrations']> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { migrationsList } = require('../../migrations') as typeof import('../../migrations');
+  return {
+    migrationsList,
+    silent: true,
+    transactional: true,
+    allOrNothing: true,
+    snapshot: false,
+    path: 'migrations',
+  };
+}
+
 /** The database named by a URL could not be reached: one line naming where and why. */
 export class DatabaseUnreachable extends Error {
-  constructor(url: string, cause: unknown) {
-    const u = new URL(url);
-    super(`cannot reach the database at ${u.hostname}:${u.port || 5432}: ${connectionProblem(cause)}`);
+  constructor(message: string) {
+    super(message);
     this.name = 'DatabaseUnreachable';
+  }
+
+  static at(url: string, cause: unknown): DatabaseUnreachable {
+    const u = new URL(url);
+    return new DatabaseUnreachable(
+      `cannot reach the database at ${u.hostname}:${u.port || 5432}: ${connectionProblem(cause)}`,
+    );
   }
 }
 
@@ -113,34 +129,41 @@ function isConnectionFailure(err: unknown): boolean {
 }
 
 /**
- * Brings the schema up to date with the checked-in migrations (on connections of their own,
- * whose statements are not bounded: a migration may rightly take long; connecting is), then
- * connects for the service.
- * `migrate: false` only connects (`npm run migrate` runs the migrator itself).
+ * Brings the schema up to date with the checked-in migrations, on connections of their own whose
+ * statements are not bounded (a migration may rightly take long; connecting is).
+ */
+export async function migrateSchema(opts: OrmOptions): Promise<void> {
+  const orm = await open({ ...opts, onQuery: undefined, unboundedStatements: true, migrations: true }, (o) =>
+    o.migrator.up(),
+  );
+  await orm.close(true);
+}
+
+/**
+ * Brings the schema up to date (`migrateSchema`), then connects for the service.
+ * `migrate: false` only connects (the service migrates in a worker thread first:
+ * src/db/migrate.ts; `npm run migrate` runs the migrator itself).
  */
 export async function openOrm(opts: OrmOptions & { migrate?: boolean }): Promise<Orm> {
-  const unreachable = (err: unknown) =>
-    isConnectionFailure(err) ? new DatabaseUnreachable(opts.clientUrl, err) : err;
-  const open = async (o: OrmOptions, then: (orm: Orm) => Promise<unknown>) => {
-    const orm = await MikroORM.init(ormConfig(o)).catch((err) => {
-      throw unreachable(err);
-    });
-    try {
-      await orm.em.getConnection().execute('select 1');
-      await then(orm);
-    } catch (err) {
-      await orm.close(true).catch(() => undefined);
-      throw unreachable(err);
-    }
-    return orm;
-  };
-  if (opts.migrate !== false) {
-    const migrating = await open({ ...opts, onQuery: undefined, unboundedStatements: true }, (orm) =>
-      orm.getMigrator().up(),
-    );
-    await migrating.close(true);
-  }
+  if (opts.migrate !== false) await migrateSchema(opts);
   return open(opts, async () => undefined);
+}
+
+/** Initialises an ORM and proves it connects; failures to reach the database say so in one line. */
+async function open(opts: OrmOptions, then: (orm: Orm) => Promise<unknown>): Promise<Orm> {
+  const unreachable = (err: unknown) =>
+    isConnectionFailure(err) ? DatabaseUnreachable.at(opts.clientUrl, err) : err;
+  const orm = await MikroORM.init(ormConfig(opts)).catch((err) => {
+    throw unreachable(err);
+  });
+  try {
+    await orm.em.getConnection().execute('select 1');
+    await then(orm);
+  } catch (err) {
+    await orm.close(true).catch(() => undefined);
+    throw unreachable(err);
+  }
+  return orm;
 }
 
 /** Whether the database answers `select 1` within `timeoutMs` (readiness probes). */

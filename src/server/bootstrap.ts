@@ -6,20 +6,20 @@ import { createBridge, type Bridge } from '../chat-bridge/chat-bridge.app';
 import type { Config } from '../config';
 import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
+import { migrate } from '../db/migrate';
 import { databaseAnswers, openOrm, type OrmOptions } from '../db/orm';
 import { priceListGaps } from '../common/price-list';
 import { BUILTIN_MODELS, seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
-import { runMigrations } from 'graphile-worker';
 import { EventBus } from '../events/event-bus';
 import { createExecutor } from '../executors/executor.factory';
-import { graphileLogger, JobRunner } from '../jobs/job.runner';
+import type { JobRunner } from '../jobs/job.runner';
 import { Metrics } from '../metrics/metrics';
 import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
-import { TaskRunner } from '../tasks/task.runner';
+import type { TaskRunner } from '../tasks/task.runner';
 import { workerTasks } from './worker-tasks';
 
 export interface Runtime {
@@ -64,15 +64,23 @@ export async function startRuntime(
       databaseUrl = embedded.url;
     }
     warnAboutMachineTypes(config, log);
-    orm = await openOrm({
-      clientUrl: databaseUrl,
-      onQuery: options.onQuery,
-      queryTimeoutMs: config.databaseQueryTimeoutMs,
-    });
+    // The service's schema and the job queue's (every role needs it: creating a deployment
+    // enqueues), migrated in a worker thread while this one opens the ORM (metadata discovery and a
+    // first connection, which do not read the schema).
+    const [migrated, opened] = await Promise.allSettled([
+      migrate({ databaseUrl, queryTimeoutMs: config.databaseQueryTimeoutMs }, log),
+      openOrm({
+        clientUrl: databaseUrl,
+        onQuery: options.onQuery,
+        queryTimeoutMs: config.databaseQueryTimeoutMs,
+        migrate: false,
+      }),
+    ]);
+    if (opened.status === 'fulfilled') orm = opened.value; // the catch below closes it if migrating failed
+    if (migrated.status === 'rejected') throw migrated.reason;
+    if (!orm) throw (opened as PromiseRejectedResult).reason;
     log.info('database schema up to date');
     await seedBuiltinModels(orm);
-    // The job queue's own schema; every role needs it, since creating a deployment enqueues.
-    await runMigrations({ connectionString: databaseUrl, logger: graphileLogger(log) });
     bus = new EventBus(databaseUrl, log, config.databaseQueryTimeoutMs);
     await bus.start();
     const ormOpen = orm;
@@ -134,6 +142,11 @@ export async function startRuntime(
     const app = await createApp({ config, log, orm, services, publicRoutes, metrics });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
     if (config.roles.includes('worker')) {
+      // Loaded by the worker role alone: graphile-worker's runner is heap an API process would keep for nothing.
+      /* eslint-disable @typescript-eslint/no-require-imports */
+      const { JobRunner } = require('../jobs/job.runner') as typeof import('../jobs/job.runner');
+      const { TaskRunner } = require('../tasks/task.runner') as typeof import('../tasks/task.runner');
+      /* eslint-enable @typescript-eslint/no-require-imports */
       runner = new JobRunner(
         orm,
         services.jobs,
