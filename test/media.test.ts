@@ -403,6 +403,37 @@ describe('listing, tags, update and delete', () => {
     ).toEqual(nodes.map((n: { id: string; url: string; tags: string[] }) => [n.id, n.url, n.tags]));
   });
 
+  it('reads only the columns the asked fields need, and answers them as the single asset does', async () => {
+    const all =
+      'id imageName url mediaKey status type tags contentType size sha256 jobId createdAt updatedAt';
+    for (const fields of [all, 'url', 'tags createdAt', '__typename sha256 size updatedAt jobId']) {
+      const list = await t.gql(
+        `{ media(filter: {tags: ["animal"]}) { nodes { id ${fields} } edges { cursor node { id } } } }`,
+        {},
+        owner,
+      );
+      const { nodes, edges } = list.body.data.media;
+      expect(nodes.length).toBeGreaterThan(0);
+      expect(edges.map((e: { node: { id: string } }) => e.node.id)).toEqual(
+        nodes.map((n: { id: string }) => n.id),
+      );
+      for (const node of nodes) {
+        const one = await t.gql(
+          `query ($id: ID!) { mediaAsset(id: $id) { id ${fields} } }`,
+          { id: node.id },
+          owner,
+        );
+        expect(node).toEqual(one.body.data.mediaAsset);
+      }
+    }
+    recording = [];
+    await t.gql('{ media { nodes { url } } }', {}, owner);
+    const [page] = recording.filter((s) => /from "?media_assets"?/.test(s));
+    recording = undefined;
+    expect(page).toMatch(/\bextension\b/);
+    expect(page).not.toMatch(/sha256|content_type|updated_at|\bsize\b/);
+  });
+
   it('pages with limit and cursor through a Link header', async () => {
     const first = await listMedia(owner, '?limit=3');
     expect(first.body.media).toHaveLength(3);

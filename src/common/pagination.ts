@@ -20,7 +20,8 @@ export interface Page<T> {
 
 interface Keyed {
   id: string;
-  createdAt: Date;
+  /** A Date, or a time kept as PostgreSQL's text (PgTimeText). */
+  createdAt: Pick<Date, 'toISOString'>;
 }
 
 export function encodeCursor(row: Keyed): string {

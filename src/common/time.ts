@@ -78,3 +78,75 @@ export function isoTime(date: Date): string {
 export function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
+
+/**
+ * A timestamptz as the ORM's driver hands it over (text), or a Date, as a Date. PostgreSQL's text
+ * in UTC (`2026-11-22 10:15:03.123456+00`, the fraction optional) is read by position, without
+ * Date's general parser (a list reads hundreds of times per page); anything else goes to it.
+ */
+export function pgTime(value: unknown): Date {
+  if (value instanceof Date) return value;
+  const s = value as string;
+  const n = s.length;
+  if (
+    n < 22 ||
+    s.charCodeAt(n - 3) !== 43 /* + */ ||
+    s.charCodeAt(n - 2) !== 48 ||
+    s.charCodeAt(n - 1) !== 48
+  )
+    return new Date(s);
+  const num = (from: number, to: number) => {
+    let v = 0;
+    for (let i = from; i < to; i++) v = v * 10 + s.charCodeAt(i) - 48;
+    return v;
+  };
+  const ms = n > 23 ? num(20, Math.min(n - 3, 23)) * 10 ** (3 - (Math.min(n - 3, 23) - 20)) : 0;
+  const year = num(0, 4);
+  const date = new Date(Date.UTC(year, num(5, 7) - 1, num(8, 10), num(11, 13), num(14, 16), num(17, 19), ms));
+  if (year < 100) date.setUTCFullYear(year); // Date.UTC takes years 0 to 99 as 1900 to 1999
+  return date;
+}
+
+/** PostgreSQL's UTC text, `YYYY-MM-DD HH:MM:SS` then an optional fraction of 1 to 6 digits, `+00`. */
+function isPgUtc(s: string): boolean {
+  const n = s.length;
+  if (n !== 22 && (n < 24 || n > 29)) return false;
+  if (s.charCodeAt(n - 3) !== 43 /* + */ || s.charCodeAt(n - 2) !== 48 || s.charCodeAt(n - 1) !== 48)
+    return false;
+  for (let i = 0; i < n - 3; i++) {
+    const c = s.charCodeAt(i);
+    const want = i < 19 ? PG_SHAPE.charCodeAt(i) : i === 19 ? 46 /* . */ : 57;
+    if (want === 57 ? c < 48 || c > 57 : c !== want) return false;
+  }
+  return true;
+}
+const PG_SHAPE = '9999-99-99 99:99:99';
+
+/**
+ * A timestamptz's ISO text (what the DateTime scalar and isoTime print: `pgTime`'s Date printed
+ * by toISOString), cut from PostgreSQL's UTC text without a Date: the fraction cut or padded to
+ * milliseconds, as the Date keeps it. Any other form goes through the Date.
+ */
+export function pgIsoTime(value: unknown): string {
+  if (typeof value !== 'string' || !isPgUtc(value)) return isoTime(pgTime(value));
+  const fraction =
+    value.length === 22 ? '000' : value.slice(20, Math.min(value.length - 3, 23)).padEnd(3, '0');
+  return `${value.slice(0, 10)}T${value.slice(11, 19)}.${fraction}Z`;
+}
+
+/**
+ * A time kept as the text PostgreSQL sent (for rows whose times are only printed): printed by
+ * `toISOString` as a Date of it would print (the DateTime scalar and cursors call it), without
+ * making the Date.
+ */
+export class PgTimeText {
+  constructor(readonly text: unknown) {}
+
+  toISOString(): string {
+    return pgIsoTime(this.text);
+  }
+
+  toJSON(): string {
+    return this.toISOString();
+  }
+}

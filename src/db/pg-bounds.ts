@@ -72,5 +72,8 @@ export function boundedPool(opts: {
     ...boundedConnection(opts.timeoutMs, opts.applicationName),
   });
   pool.on('connect', (client) => boundQueries(client, opts.timeoutMs));
+  // An idle connection that dies (the server restarted or went away) is dropped by the pool, which
+  // then emits 'error': unheard, that would end the process. The next query fails on its own.
+  pool.on('error', () => undefined);
   return pool;
 }

@@ -2,33 +2,14 @@ import { createHash } from 'node:crypto';
 import { ReferenceKind, type EntityClass } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isUuid } from '../common/ids';
+import { PgTimeText, pgTime } from '../common/time';
 
 type Row = Record<string, unknown>;
 
-/**
- * A timestamptz as the ORM's driver hands it over (text), or a Date, as a Date. PostgreSQL's text
- * in UTC (`2026-11-22 10:15:03.123456+00`, the fraction optional) is read by position, without
- * Date's general parser (a list reads hundreds of times per page); anything else goes to it.
- */
-export function pgTime(value: unknown): Date {
-  if (value instanceof Date) return value;
-  const s = value as string;
-  const n = s.length;
-  if (
-    n < 22 ||
-    s.charCodeAt(n - 3) !== 43 /* + */ ||
-    s.charCodeAt(n - 2) !== 48 ||
-    s.charCodeAt(n - 1) !== 48
-  )
-    return new Date(s);
-  const num = (from: number, to: number) => {
-    let v = 0;
-    for (let i = from; i < to; i++) v = v * 10 + s.charCodeAt(i) - 48;
-    return v;
-  };
-  const ms = n > 23 ? num(20, Math.min(n - 3, 23)) * 10 ** (3 - (Math.min(n - 3, 23) - 20)) : 0;
-  return new Date(Date.UTC(num(0, 4), num(5, 7) - 1, num(8, 10), num(11, 13), num(14, 16), num(17, 19), ms));
-}
+/** An entity's shape with its times kept as PostgreSQL's text (PgTimeText), for rows only printed. */
+export type WithTextTimes<T> = {
+  [K in keyof T]: NonNullable<T[K]> extends Date ? PgTimeText | Extract<T[K], null | undefined> : T[K];
+};
 
 /**
  * Reads raw rows as plain objects of an entity's shape (read-only: the ORM does not track them),
@@ -37,10 +18,22 @@ export function pgTime(value: unknown): Date {
  * `prefix` reads columns named `<prefix><column>` (one entity of a joined row).
  */
 export function rowReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix = ''): (row: Row) => T {
-  return memo(orm, `read:${entity.name}:${prefix}`, () => buildReader(orm, entity, prefix)) as (
+  return memo(orm, `read:${entity.name}:${prefix}`, () => buildReader(orm, entity, prefix, pgTime)) as (
     row: Row,
   ) => T;
 }
+
+/**
+ * rowReader with times kept as PostgreSQL's text (PgTimeText) rather than Dates: for lists whose
+ * times are only printed, where reading each into a Date and printing it again was a few percent
+ * of the request.
+ */
+export function textTimesReader<T>(orm: MikroORM, entity: EntityClass<T>): (row: Row) => WithTextTimes<T> {
+  return memo(orm, `read-text-times:${entity.name}`, () => buildReader(orm, entity, '', timeText)) as (
+    row: Row,
+  ) => WithTextTimes<T>;
+}
+const timeText = (value: unknown) => new PgTimeText(value);
 
 /** Types whose values arrive from the driver as the entity holds them (no conversion needed). */
 const AS_IS = new Set([
@@ -56,7 +49,12 @@ const AS_IS = new Set([
   'ArrayType',
 ]);
 
-function buildReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix: string): (row: Row) => T {
+function buildReader<T>(
+  orm: MikroORM,
+  entity: EntityClass<T>,
+  prefix: string,
+  time: (v: unknown) => unknown,
+): (row: Row) => T {
   const platform = orm.em.getPlatform();
   const converters: ((v: unknown) => unknown)[] = [];
   const converted = (fn: (v: unknown) => unknown) => `c[${converters.push(fn) - 1}]`;
@@ -65,7 +63,7 @@ function buildReader<T>(orm: MikroORM, entity: EntityClass<T>, prefix: string): 
     const type = p.customType;
     let read = value;
     if (p.kind === ReferenceKind.MANY_TO_ONE) read = `${value} === null ? null : { id: ${value} }`;
-    else if (p.runtimeType === 'Date') read = `${value} == null ? ${value} : ${converted(pgTime)}(${value})`;
+    else if (p.runtimeType === 'Date') read = `${value} == null ? ${value} : ${converted(time)}(${value})`;
     else if (type && !AS_IS.has(type.constructor.name))
       read = `${value} == null ? ${value} : ${converted((v) => type.convertToJSValue(v, platform))}(${value})`;
     return `${JSON.stringify(p.name)}: ${read}`;
@@ -147,25 +145,40 @@ export async function queryRows(
   values: unknown[],
   prepared = false,
 ): Promise<Record<string, unknown>[]> {
-  let n = 0;
-  const text = sql.replace(/\?/g, () => `$${++n}`);
+  const text = numbered(sql);
   em.config.getLogger().logQuery({ query: text, params: values, level: 'info' });
   const client = em.getKnex().client as {
     acquireConnection(): Promise<{
-      query(query: {
-        text: string;
-        values: unknown[];
-        name?: string;
-      }): Promise<{ rows: Record<string, unknown>[] }>;
+      query(
+        query: string | { text: string; values: unknown[]; name: string },
+        values?: unknown[],
+      ): Promise<{ rows: Record<string, unknown>[] }>;
     }>;
     releaseConnection(connection: unknown): Promise<void>;
   };
   const connection = await client.acquireConnection();
   try {
-    return (await connection.query({ text, values, name: prepared ? statementName(text) : undefined })).rows;
+    // Text and values as two arguments: pg copies a query object given whole (its descriptors).
+    const result = prepared
+      ? await connection.query({ text, values, name: statementName(text) })
+      : await connection.query(text, values);
+    return result.rows;
   } finally {
     await client.releaseConnection(connection);
   }
+}
+
+/** `?` placeholders as `$1`, `$2`...: a list's few texts come again on every request. */
+const numberedTexts = new Map<string, string>();
+function numbered(sql: string): string {
+  let text = numberedTexts.get(sql);
+  if (text === undefined) {
+    let n = 0;
+    text = sql.replace(/\?/g, () => `$${++n}`);
+    if (numberedTexts.size >= 1000) numberedTexts.clear();
+    numberedTexts.set(sql, text);
+  }
+  return text;
 }
 
 /** Prepared statements' names, by text: one per text, the same on every connection. */

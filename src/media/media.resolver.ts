@@ -1,10 +1,13 @@
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
-import { Arg, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Arg, ID, Info, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { Principal } from '../auth/principal';
 import { encodeCursor } from '../common/pagination';
-import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
+import { CurrentPrincipal, selectedFieldsAt, toConnection } from '../graphql/graphql.helpers';
 import { MediaService } from './media.service';
 import { MediaAssetConnection, MediaAssetType, MediaFilterInput } from './media.types';
+
+const NO_FIELDS: ReadonlySet<string> = new Set();
 
 @Resolver(() => MediaAssetType)
 export class MediaResolver {
@@ -17,12 +20,19 @@ export class MediaResolver {
   @Query(() => MediaAssetConnection, { description: "The owner's media, newest first." })
   async media(
     @CurrentPrincipal() principal: Principal,
+    @Info() info: GraphQLResolveInfo,
     @Arg('filter', () => MediaFilterInput, { nullable: true }) filter?: MediaFilterInput,
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
     return toConnection(
-      await this.service.list(principal, filter ?? {}, { first, after }),
+      // Only the columns the items' fields are made of (the list's rows are its largest cost).
+      await this.service.list(
+        principal,
+        filter ?? {},
+        { first, after },
+        MediaAssetType.propsOf(selectedFieldsAt(info, 'nodes', 'edges.node') ?? NO_FIELDS),
+      ),
       this.view,
       encodeCursor,
     );

@@ -1,8 +1,9 @@
 import { GraphQLSafeInt } from 'graphql-scalars';
 import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
+import type { PgTimeText } from '../common/time';
 import { Connection } from '../graphql/graphql.helpers';
 import type { MediaAsset } from './media.entity';
-import type { MediaService } from './media.service';
+import type { MediaRow, MediaService } from './media.service';
 
 export enum MediaTypeEnum {
   SOURCE_ASSET = 'source_asset',
@@ -53,14 +54,26 @@ export class MediaAssetType {
   @Field(() => ID, { nullable: true, description: 'The job that wrote a target asset.' })
   jobId!: string | null;
 
+  /** A Date, or PostgreSQL's text of it (a list's rows: see `MediaRow`). */
   @Field(() => Date)
-  createdAt!: Date;
+  createdAt!: Date | PgTimeText;
 
   @Field(() => Date)
-  updatedAt!: Date;
+  updatedAt!: Date | PgTimeText;
+
+  /**
+   * The MediaAsset properties the given fields are made of (a list reads only those columns);
+   * null when a field is not known here (then every column is read). Remembered per set of
+   * fields (selectedFieldsAt gives the same set for the same document).
+   */
+  static propsOf(fields: ReadonlySet<string>): readonly string[] | null {
+    let props = propsBySelection.get(fields);
+    if (props === undefined) propsBySelection.set(fields, (props = sourcesOf(fields)));
+    return props;
+  }
 
   static from(media: MediaService) {
-    return (a: MediaAsset): MediaAssetType =>
+    return (a: MediaAsset | MediaRow): MediaAssetType =>
       ({
         id: a.id,
         imageName: a.imageName,
@@ -77,6 +90,35 @@ export class MediaAssetType {
         updatedAt: a.updatedAt,
       }) satisfies MediaAssetType;
   }
+}
+
+/** The MediaAsset properties each field of MediaAssetType is made of (see `from`). */
+const FIELD_SOURCES: Record<string, readonly (keyof MediaAsset)[]> = {
+  id: ['id'],
+  imageName: ['imageName'],
+  url: ['id', 'extension'],
+  mediaKey: ['id', 'extension'],
+  status: ['status'],
+  type: ['type'],
+  tags: ['tags'],
+  contentType: ['contentType'],
+  size: ['size'],
+  sha256: ['sha256'],
+  jobId: ['jobId'],
+  createdAt: ['createdAt'],
+  updatedAt: ['updatedAt'],
+};
+
+const propsBySelection = new WeakMap<ReadonlySet<string>, readonly string[] | null>();
+
+function sourcesOf(fields: Iterable<string>): string[] | null {
+  const props = new Set<string>(['id', 'createdAt']); // the keyset of the page and its cursor
+  for (const field of fields) {
+    if (field === '__typename') continue;
+    if (!Object.hasOwn(FIELD_SOURCES, field)) return null;
+    for (const p of FIELD_SOURCES[field]) props.add(p);
+  }
+  return [...props];
 }
 
 export const MediaAssetConnection = Connection(MediaAssetType, 'MediaAsset');
