@@ -21,11 +21,15 @@ const mediaItem = (m: RestMediaFragment) => ({
   id: m.id,
   image_name: m.imageName,
   media_key: m.url,
-  status: m.status.toLowerCase(),
+  status: lower(m.status),
   tags: m.tags,
-  type: m.type.toLowerCase(),
+  type: lower(m.type),
   upload_date: goTime(m.createdAt),
 });
+
+/** The enums' names in lower case: the same strings for every item, not a new one per item. */
+const LOWER = new Map([...MEDIA_STATUSES, ...MEDIA_TYPES].map((v) => [v.toUpperCase(), v]));
+const lower = (name: string) => LOWER.get(name) ?? name.toLowerCase();
 
 /** `?tags=a,b` as a list; absent or empty means no filter. */
 function tagList(req: Request, name: string): string[] | undefined {

@@ -2,6 +2,7 @@ import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import type { Client } from 'pg';
 import { entities } from './entities';
 import { boundedConnection, boundQueries } from './pg-bounds';
+import { installTextArrayParser } from './rows';
 
 export type Orm = MikroORM;
 
@@ -151,6 +152,7 @@ export async function openOrm(opts: OrmOptions & { migrate?: boolean }): Promise
 
 /** Initialises an ORM and proves it connects; failures to reach the database say so in one line. */
 async function open(opts: OrmOptions, then: (orm: Orm) => Promise<unknown>): Promise<Orm> {
+  installTextArrayParser();
   const unreachable = (err: unknown) =>
     isConnectionFailure(err) ? DatabaseUnreachable.at(opts.clientUrl, err) : err;
   const orm = await MikroORM.init(ormConfig(opts)).catch((err) => {
