@@ -73,22 +73,63 @@ export class MediaAssetType {
   }
 
   static from(media: MediaService) {
-    return (a: MediaAsset | MediaRow): MediaAssetType =>
-      ({
-        id: a.id,
-        imageName: a.imageName,
-        url: media.urlOf(a),
-        mediaKey: media.keyOf(a),
-        status: a.status as MediaStatusEnum,
-        type: a.type as MediaTypeEnum,
-        tags: a.tags,
-        contentType: a.contentType,
-        size: a.size,
-        sha256: a.sha256 ?? '',
-        jobId: a.jobId,
-        createdAt: a.createdAt,
-        updatedAt: a.updatedAt,
-      }) satisfies MediaAssetType;
+    const base = media.baseUrl;
+    return (a: MediaAsset | MediaRow): MediaAssetType => new MediaAssetView(a, media, base);
+  }
+}
+
+/**
+ * A MediaAsset as the schema shows it, read through from its entity or list row when a field is
+ * asked: a page of 50 no longer copies 13 properties per item, and `url` is the root before the
+ * `mediaKey` made once (each was made apart, with the root's text, for every item).
+ */
+class MediaAssetView implements MediaAssetType {
+  private key: string | undefined;
+
+  constructor(
+    private readonly a: MediaAsset | MediaRow,
+    private readonly media: MediaService,
+    private readonly base: string,
+  ) {}
+
+  get id() {
+    return this.a.id;
+  }
+  get imageName() {
+    return this.a.imageName;
+  }
+  get url() {
+    return this.base + this.mediaKey;
+  }
+  get mediaKey() {
+    return (this.key ??= this.media.keyOf(this.a));
+  }
+  get status() {
+    return this.a.status as MediaStatusEnum;
+  }
+  get type() {
+    return this.a.type as MediaTypeEnum;
+  }
+  get tags() {
+    return this.a.tags;
+  }
+  get contentType() {
+    return this.a.contentType;
+  }
+  get size() {
+    return this.a.size;
+  }
+  get sha256() {
+    return this.a.sha256 ?? '';
+  }
+  get jobId() {
+    return this.a.jobId;
+  }
+  get createdAt() {
+    return this.a.createdAt;
+  }
+  get updatedAt() {
+    return this.a.updatedAt;
   }
 }
 
