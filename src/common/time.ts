@@ -10,21 +10,162 @@ const UTC_ISO = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/;
 export function goTime(time: Date | string): string {
   const text = typeof time === 'string' ? time : isoTime(time);
   if (isMillisIso(text)) {
-    // The form isoTime and the DateTime scalar print, read by position (no match objects).
-    const fraction =
-      text.charCodeAt(22) !== 48
-        ? text.slice(19, 23)
-        : text.charCodeAt(21) !== 48
-          ? text.slice(19, 22)
-          : text.charCodeAt(20) !== 48
-            ? text.slice(19, 21)
-            : '';
-    return `${text.slice(0, 10)} ${text.slice(11, 19)}${fraction} +0000 UTC`;
+    // The form isoTime and the DateTime scalar print, read by position and written as one flat
+    // string (slices joined by + left a rope of five pieces that JSON.stringify copied again).
+    const digits =
+      text.charCodeAt(22) !== 48 ? 3 : text.charCodeAt(21) !== 48 ? 2 : text.charCodeAt(20) !== 48 ? 1 : 0;
+    return goMillis(text, digits);
   }
   const m = UTC_ISO.exec(text);
   if (!m) return goTime(new Date(time)); // another offset: through a Date, to UTC
   const fraction = (m[3] ?? '').replace(/0+$/, '');
   return `${m[1]} ${m[2]}${fraction ? `.${fraction}` : ''} +0000 UTC`;
+}
+
+/**
+ * goTime of a `YYYY-MM-DDTHH:MM:SS.sssZ` text keeping `digits` (0 to 3) of its fraction:
+ * `YYYY-MM-DD HH:MM:SS`, `.` and the digits when any, then ` +0000 UTC` (32, 43, 48... below).
+ */
+function goMillis(t: string, digits: number): string {
+  switch (digits) {
+    case 3:
+      return String.fromCharCode(
+        t.charCodeAt(0),
+        t.charCodeAt(1),
+        t.charCodeAt(2),
+        t.charCodeAt(3),
+        t.charCodeAt(4),
+        t.charCodeAt(5),
+        t.charCodeAt(6),
+        t.charCodeAt(7),
+        t.charCodeAt(8),
+        t.charCodeAt(9),
+        32,
+        t.charCodeAt(11),
+        t.charCodeAt(12),
+        t.charCodeAt(13),
+        t.charCodeAt(14),
+        t.charCodeAt(15),
+        t.charCodeAt(16),
+        t.charCodeAt(17),
+        t.charCodeAt(18),
+        46,
+        t.charCodeAt(20),
+        t.charCodeAt(21),
+        t.charCodeAt(22),
+        32,
+        43,
+        48,
+        48,
+        48,
+        48,
+        32,
+        85,
+        84,
+        67,
+      );
+    case 2:
+      return String.fromCharCode(
+        t.charCodeAt(0),
+        t.charCodeAt(1),
+        t.charCodeAt(2),
+        t.charCodeAt(3),
+        t.charCodeAt(4),
+        t.charCodeAt(5),
+        t.charCodeAt(6),
+        t.charCodeAt(7),
+        t.charCodeAt(8),
+        t.charCodeAt(9),
+        32,
+        t.charCodeAt(11),
+        t.charCodeAt(12),
+        t.charCodeAt(13),
+        t.charCodeAt(14),
+        t.charCodeAt(15),
+        t.charCodeAt(16),
+        t.charCodeAt(17),
+        t.charCodeAt(18),
+        46,
+        t.charCodeAt(20),
+        t.charCodeAt(21),
+        32,
+        43,
+        48,
+        48,
+        48,
+        48,
+        32,
+        85,
+        84,
+        67,
+      );
+    case 1:
+      return String.fromCharCode(
+        t.charCodeAt(0),
+        t.charCodeAt(1),
+        t.charCodeAt(2),
+        t.charCodeAt(3),
+        t.charCodeAt(4),
+        t.charCodeAt(5),
+        t.charCodeAt(6),
+        t.charCodeAt(7),
+        t.charCodeAt(8),
+        t.charCodeAt(9),
+        32,
+        t.charCodeAt(11),
+        t.charCodeAt(12),
+        t.charCodeAt(13),
+        t.charCodeAt(14),
+        t.charCodeAt(15),
+        t.charCodeAt(16),
+        t.charCodeAt(17),
+        t.charCodeAt(18),
+        46,
+        t.charCodeAt(20),
+        32,
+        43,
+        48,
+        48,
+        48,
+        48,
+        32,
+        85,
+        84,
+        67,
+      );
+    default:
+      return String.fromCharCode(
+        t.charCodeAt(0),
+        t.charCodeAt(1),
+        t.charCodeAt(2),
+        t.charCodeAt(3),
+        t.charCodeAt(4),
+        t.charCodeAt(5),
+        t.charCodeAt(6),
+        t.charCodeAt(7),
+        t.charCodeAt(8),
+        t.charCodeAt(9),
+        32,
+        t.charCodeAt(11),
+        t.charCodeAt(12),
+        t.charCodeAt(13),
+        t.charCodeAt(14),
+        t.charCodeAt(15),
+        t.charCodeAt(16),
+        t.charCodeAt(17),
+        t.charCodeAt(18),
+        32,
+        43,
+        48,
+        48,
+        48,
+        48,
+        32,
+        85,
+        84,
+        67,
+      );
+  }
 }
 
 /** `YYYY-MM-DDTHH:MM:SS.sssZ` exactly, digits where digits go. */
@@ -129,9 +270,41 @@ const PG_SHAPE = '9999-99-99 99:99:99';
  */
 export function pgIsoTime(value: unknown): string {
   if (typeof value !== 'string' || !isPgUtc(value)) return isoTime(pgTime(value));
-  const fraction =
-    value.length === 22 ? '000' : value.slice(20, Math.min(value.length - 3, 23)).padEnd(3, '0');
-  return `${value.slice(0, 10)}T${value.slice(11, 19)}.${fraction}Z`;
+  const s = value;
+  const end = s.length - 3; // the fraction's digits end before `+00`
+  // Written as one flat string: slices joined by + left five intermediate strings per time, and
+  // a rope that JSON.stringify copied flat once more.
+  return String.fromCharCode(
+    s.charCodeAt(0),
+    s.charCodeAt(1),
+    s.charCodeAt(2),
+    s.charCodeAt(3),
+    45, // -
+    s.charCodeAt(5),
+    s.charCodeAt(6),
+    45,
+    s.charCodeAt(8),
+    s.charCodeAt(9),
+    84, // T
+    s.charCodeAt(11),
+    s.charCodeAt(12),
+    58, // :
+    s.charCodeAt(14),
+    s.charCodeAt(15),
+    58,
+    s.charCodeAt(17),
+    s.charCodeAt(18),
+    46, // .
+    fractionDigit(s, 20, end),
+    fractionDigit(s, 21, end),
+    fractionDigit(s, 22, end), // milliseconds
+    90, // Z
+  );
+}
+
+/** The character code of the fraction's digit at `i`, or 0 where the fraction is shorter. */
+function fractionDigit(s: string, i: number, end: number): number {
+  return i < end ? s.charCodeAt(i) : 48;
 }
 
 /**
