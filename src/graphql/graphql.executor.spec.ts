@@ -1,12 +1,17 @@
 import {
+  GraphQLID,
   GraphQLInt,
+  GraphQLInterfaceType,
+  GraphQLList,
   GraphQLNonNull,
   GraphQLObjectType,
   GraphQLSchema,
   GraphQLString,
   parse,
+  type DocumentNode,
   type ExecutionResult,
 } from 'graphql';
+import { compileQuery, type CompiledQuery } from 'graphql-jit';
 import { CompiledOperations } from './graphql.executor';
 
 class NotFound extends Error {
@@ -67,5 +72,75 @@ describe('CompiledOperations', () => {
       expect((await ops.execute(document, 'A', {}, {})).data).toEqual({ hello: 'hello 0' });
       expect((await ops.execute(document, 'B', {}, {})).data).toEqual({ hello: 'hello 1' });
     }
+  });
+
+  describe('error locations of a query compiled without them', () => {
+    const Node = new GraphQLInterfaceType({
+      name: 'Node',
+      fields: { id: { type: new GraphQLNonNull(GraphQLID) } },
+    });
+    const Item: GraphQLObjectType = new GraphQLObjectType({
+      name: 'Item',
+      interfaces: [Node],
+      fields: () => ({
+        id: { type: new GraphQLNonNull(GraphQLID) },
+        name: { type: new GraphQLNonNull(GraphQLString), resolve: (i: { name?: string }) => i.name },
+        broken: {
+          type: GraphQLString,
+          resolve: () => {
+            throw new Error('broken here');
+          },
+        },
+        tags: { type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(GraphQLString))) },
+        children: { type: new GraphQLList(Item) },
+      }),
+    });
+    const items = [
+      { id: '1', name: 'one', tags: ['a', 'b'], children: [{ id: '3', tags: [] }] },
+      { id: '2', tags: ['c', null], children: [] },
+    ];
+    const listSchema = new GraphQLSchema({
+      query: new GraphQLObjectType({
+        name: 'Query',
+        fields: {
+          items: { type: new GraphQLNonNull(new GraphQLList(Item)), resolve: () => items },
+          node: { type: Node, resolve: () => ({ ...items[0], __typename: 'Item' }) },
+        },
+      }),
+      types: [Item],
+    });
+
+    const documents = [
+      '{ items { id name } }',
+      '{ items { id tags } }',
+      '{ items { broken } }',
+      '{ a: items { b: name broken } items { name } }',
+      'query Q { items { ...F ... on Item { name } ... on Node { id } } } fragment F on Item { name tags ...G } fragment G on Item { broken }',
+      '{ items { children { name broken } ...C } } fragment C on Item { children { broken name } }',
+      '{ items { name } items { name broken } }',
+      '{ items { ...F ...F } } fragment F on Item { broken }',
+      '{ node { id ... on Item { name broken } } }',
+    ];
+
+    /** What graphql-jit answers compiled from the document itself (with its locations). */
+    async function located(document: DocumentNode) {
+      const compiled = compileQuery(listSchema, document) as CompiledQuery;
+      return shape(await compiled.query(undefined, {}, {}));
+    }
+    const shape = (r: ExecutionResult) => ({
+      data: r.data,
+      errors: r.errors?.map((e) => ({ message: e.message, path: e.path, locations: e.locations })),
+    });
+
+    it.each(documents)('%s: the locations graphql-jit gives', async (text) => {
+      const ops = new CompiledOperations(listSchema);
+      const document = parse(text);
+      const expected = await located(document);
+      expect(expected.errors?.length).toBeGreaterThan(0);
+      expect(expected.errors?.every((e) => e.locations?.length)).toBe(true);
+      await ops.execute(document, undefined, {}, {}); // the first run is graphql-js's, uncompiled
+      for (let i = 0; i < 3; i++)
+        expect(shape(await ops.execute(document, undefined, {}, {}))).toEqual(expected);
+    });
   });
 });

@@ -1,17 +1,43 @@
 import {
   execute,
+  getNamedType,
   GraphQLError,
+  isAbstractType,
+  isObjectType,
+  Kind,
+  parse,
+  print,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
   type DocumentNode,
   type ExecutionResult,
+  type FieldNode,
+  type GraphQLField,
+  type GraphQLObjectType,
+  type FragmentDefinitionNode,
+  type GraphQLNamedType,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type SelectionSetNode,
+  type SourceLocation,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 
 /** A document is compiled the second time it is seen: one-off documents are not worth a compile. */
 const COMPILE_AFTER = 2;
 
-type Entry = { seen: number; compiled?: CompiledQuery | null };
+type Entry = {
+  seen: number;
+  compiled?: CompiledQuery | null;
+  /** Set when compiled from a copy without locations: errors' locations are found from their path. */
+  located?: Located;
+};
+interface Located {
+  schema: GraphQLSchema;
+  operation: OperationDefinitionNode;
+  fragments: Map<string, FragmentDefinitionNode>;
+}
 
 /**
  * Executes operations with graphql-jit: each (document, operation) is compiled once to a plain
@@ -37,28 +63,114 @@ export class CompiledOperations {
     let entry = entries.get(key);
     if (!entry) entries.set(key, (entry = { seen: 0 }));
     if (entry.compiled === undefined && ++entry.seen >= COMPILE_AFTER)
-      entry.compiled = this.compile(document, operationName);
-    const args = { schema: this.schema, document, operationName, contextValue, variableValues };
+      this.compile(entry, document, operationName);
     if (entry.compiled) {
       const result = entry.compiled.query(undefined, contextValue, variableValues);
       // No data: the variables did not coerce and nothing ran. graphql-js words those errors a
       // little differently; it answers them, so that a document's first run and the next agree.
-      const answer = (r: ExecutionResult) => (r.data === undefined ? execute(args) : withGraphQLErrors(r));
+      const located = entry.located;
+      const answer = (r: ExecutionResult) =>
+        r.data === undefined
+          ? execute({ schema: this.schema, document, operationName, contextValue, variableValues })
+          : withGraphQLErrors(r, located);
       return isPromise(result) ? result.then(answer) : answer(result);
     }
-    return execute(args);
+    return execute({ schema: this.schema, document, operationName, contextValue, variableValues });
   }
 
-  private compile(document: DocumentNode, operationName: string | null | undefined): CompiledQuery | null {
+  private compile(entry: Entry, document: DocumentNode, operationName: string | null | undefined): void {
+    entry.compiled = null;
     // Subscriptions are served over graphql-ws; graphql-jit compiles queries and mutations here.
     const operation = document.definitions.find(
       (d): d is OperationDefinitionNode =>
         d.kind === 'OperationDefinition' && (!operationName || d.name?.value === operationName),
     );
-    if (!operation || operation.operation === 'subscription') return null;
-    const compiled = compileQuery(this.schema, document, operationName ?? undefined);
-    return isCompiledQuery(compiled) ? compiled : null;
+    if (!operation || operation.operation === 'subscription') return;
+    // graphql-jit's code passes each leaf's source locations, as a fresh array of objects, to its
+    // check of every value (for an error it might report): a fifth of what a list's result
+    // building allocated. Compiled from a copy without locations, it passes an empty array, and
+    // the locations of an error (rare) are found from its path in the document, as graphql-jit
+    // would have given them. Only where the path names the field's nodes without doubt: every
+    // selection on an object type (no interface or union between the root and a leaf).
+    const unlocated = operation.operation === 'query' && !selectsAbstractType(this.schema, document);
+    const compiled = compileQuery(
+      this.schema,
+      unlocated ? parse(print(document), { noLocation: true }) : document,
+      operationName ?? undefined,
+    );
+    if (!isCompiledQuery(compiled)) return;
+    entry.compiled = compiled;
+    if (unlocated) {
+      const fragments = new Map<string, FragmentDefinitionNode>();
+      for (const d of document.definitions)
+        if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+      entry.located = { schema: this.schema, operation, fragments };
+    }
   }
+}
+
+/** Whether any field of the document (its operations and fragments) is of an interface or union. */
+function selectsAbstractType(schema: GraphQLSchema, document: DocumentNode): boolean {
+  const typeInfo = new TypeInfo(schema);
+  let abstract = false;
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field() {
+        const type = typeInfo.getType();
+        if (!type || isAbstractType(getNamedType(type))) abstract = true;
+      },
+      InlineFragment() {
+        if (!typeInfo.getType() && !typeInfo.getParentType()) abstract = true;
+      },
+    }),
+  );
+  return abstract;
+}
+
+/**
+ * The locations graphql-jit gives an error at `path`: those of the field nodes it merges for the
+ * path's last field (fragments spread once per selection, as its collectFields does), in order.
+ */
+function locationsAt(located: Located, path: readonly (string | number)[]): SourceLocation[] | undefined {
+  const { schema, operation, fragments } = located;
+  let type: GraphQLNamedType | undefined | null = schema.getRootType(operation.operation);
+  let sets: SelectionSetNode[] = [operation.selectionSet];
+  let nodes: FieldNode[] = [];
+  for (const key of path) {
+    if (typeof key === 'number') continue;
+    if (!type || !isObjectType(type)) return undefined;
+    const parent: GraphQLObjectType = type;
+    const found: FieldNode[] = [];
+    const visited = new Set<string>();
+    const applies = (condition: { name: { value: string } } | undefined) => {
+      if (!condition) return true;
+      const t = schema.getType(condition.name.value);
+      return t === parent || (!!t && isAbstractType(t) && schema.isSubType(t, parent));
+    };
+    const collect = (set: SelectionSetNode) => {
+      for (const sel of set.selections) {
+        if (sel.kind === Kind.FIELD) {
+          if ((sel.alias ?? sel.name).value === key) found.push(sel);
+        } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+          if (applies(sel.typeCondition)) collect(sel.selectionSet);
+        } else if (!visited.has(sel.name.value)) {
+          visited.add(sel.name.value);
+          const fragment = fragments.get(sel.name.value);
+          if (fragment && applies(fragment.typeCondition)) collect(fragment.selectionSet);
+        }
+      }
+    };
+    for (const set of sets) collect(set);
+    if (!found.length) return undefined;
+    nodes = found;
+    const field: GraphQLField<unknown, unknown> | undefined = parent.getFields()[found[0].name.value];
+    type = field ? getNamedType(field.type) : null;
+    sets = found.flatMap((f) => (f.selectionSet ? [f.selectionSet] : []));
+  }
+  return nodes.flatMap((n) =>
+    n.loc ? [{ line: n.loc.startToken.line, column: n.loc.startToken.column }] : [],
+  );
 }
 
 function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
@@ -69,9 +181,10 @@ function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
  * graphql-jit's errors lack graphql-js's `extensions` (Apollo's error formatting reads it):
  * they are rebuilt as graphql-js errors, with their path, locations and original error.
  */
-function withGraphQLErrors(result: ExecutionResult): ExecutionResult {
+function withGraphQLErrors(result: ExecutionResult, located?: Located): ExecutionResult {
   if (!result.errors?.length) return result;
   const errors = result.errors.map((e) => {
+    const locations = (located && e.path && locationsAt(located, e.path)) || e.locations;
     const error = new GraphQLError(e.message, {
       nodes: e.nodes,
       source: e.source,
@@ -83,7 +196,7 @@ function withGraphQLErrors(result: ExecutionResult): ExecutionResult {
       extensions: e.extensions,
     });
     // graphql-jit gives locations without the nodes graphql-js would compute them from.
-    if (!error.locations && e.locations) (error as { locations?: unknown }).locations = e.locations;
+    if (!error.locations && locations) (error as { locations?: unknown }).locations = locations;
     return error;
   });
   return { ...result, errors };
