@@ -23,149 +23,22 @@ export function goTime(time: Date | string): string {
 }
 
 /**
- * goTime of a `YYYY-MM-DDTHH:MM:SS.sssZ` text keeping `digits` (0 to 3) of its fraction:
- * `YYYY-MM-DD HH:MM:SS`, `.` and the digits when any, then ` +0000 UTC` (32, 43, 48... below).
+ * goTime's character codes for 0 to 3 digits of fraction: `YYYY-MM-DD HH:MM:SS` (filled in per
+ * call), `.` and the digits when any, then ` +0000 UTC`. Reused: goMillis is synchronous.
  */
+const GO_CODES = [0, 1, 2, 3].map((digits) => {
+  const codes = new Array<number>(19).fill(32);
+  if (digits) codes.push(46, ...new Array<number>(digits).fill(48));
+  for (const ch of ' +0000 UTC') codes.push(ch.charCodeAt(0));
+  return codes;
+});
+
+/** goTime of a `YYYY-MM-DDTHH:MM:SS.sssZ` text keeping `digits` (0 to 3) of its fraction. */
 function goMillis(t: string, digits: number): string {
-  switch (digits) {
-    case 3:
-      return String.fromCharCode(
-        t.charCodeAt(0),
-        t.charCodeAt(1),
-        t.charCodeAt(2),
-        t.charCodeAt(3),
-        t.charCodeAt(4),
-        t.charCodeAt(5),
-        t.charCodeAt(6),
-        t.charCodeAt(7),
-        t.charCodeAt(8),
-        t.charCodeAt(9),
-        32,
-        t.charCodeAt(11),
-        t.charCodeAt(12),
-        t.charCodeAt(13),
-        t.charCodeAt(14),
-        t.charCodeAt(15),
-        t.charCodeAt(16),
-        t.charCodeAt(17),
-        t.charCodeAt(18),
-        46,
-        t.charCodeAt(20),
-        t.charCodeAt(21),
-        t.charCodeAt(22),
-        32,
-        43,
-        48,
-        48,
-        48,
-        48,
-        32,
-        85,
-        84,
-        67,
-      );
-    case 2:
-      return String.fromCharCode(
-        t.charCodeAt(0),
-        t.charCodeAt(1),
-        t.charCodeAt(2),
-        t.charCodeAt(3),
-        t.charCodeAt(4),
-        t.charCodeAt(5),
-        t.charCodeAt(6),
-        t.charCodeAt(7),
-        t.charCodeAt(8),
-        t.charCodeAt(9),
-        32,
-        t.charCodeAt(11),
-        t.charCodeAt(12),
-        t.charCodeAt(13),
-        t.charCodeAt(14),
-        t.charCodeAt(15),
-        t.charCodeAt(16),
-        t.charCodeAt(17),
-        t.charCodeAt(18),
-        46,
-        t.charCodeAt(20),
-        t.charCodeAt(21),
-        32,
-        43,
-        48,
-        48,
-        48,
-        48,
-        32,
-        85,
-        84,
-        67,
-      );
-    case 1:
-      return String.fromCharCode(
-        t.charCodeAt(0),
-        t.charCodeAt(1),
-        t.charCodeAt(2),
-        t.charCodeAt(3),
-        t.charCodeAt(4),
-        t.charCodeAt(5),
-        t.charCodeAt(6),
-        t.charCodeAt(7),
-        t.charCodeAt(8),
-        t.charCodeAt(9),
-        32,
-        t.charCodeAt(11),
-        t.charCodeAt(12),
-        t.charCodeAt(13),
-        t.charCodeAt(14),
-        t.charCodeAt(15),
-        t.charCodeAt(16),
-        t.charCodeAt(17),
-        t.charCodeAt(18),
-        46,
-        t.charCodeAt(20),
-        32,
-        43,
-        48,
-        48,
-        48,
-        48,
-        32,
-        85,
-        84,
-        67,
-      );
-    default:
-      return String.fromCharCode(
-        t.charCodeAt(0),
-        t.charCodeAt(1),
-        t.charCodeAt(2),
-        t.charCodeAt(3),
-        t.charCodeAt(4),
-        t.charCodeAt(5),
-        t.charCodeAt(6),
-        t.charCodeAt(7),
-        t.charCodeAt(8),
-        t.charCodeAt(9),
-        32,
-        t.charCodeAt(11),
-        t.charCodeAt(12),
-        t.charCodeAt(13),
-        t.charCodeAt(14),
-        t.charCodeAt(15),
-        t.charCodeAt(16),
-        t.charCodeAt(17),
-        t.charCodeAt(18),
-        32,
-        43,
-        48,
-        48,
-        48,
-        48,
-        32,
-        85,
-        84,
-        67,
-      );
-  }
+  const codes = GO_CODES[digits];
+  for (let i = 0; i < 19; i++) if (i !== 10) codes[i] = t.charCodeAt(i); // 10: the space for `T`
+  for (let i = 20; i < 20 + digits; i++) codes[i] = t.charCodeAt(i);
+  return String.fromCharCode.apply(null, codes);
 }
 
 /** `YYYY-MM-DDTHH:MM:SS.sssZ` exactly, digits where digits go. */
