@@ -28,11 +28,13 @@ describe('textArrayParser', () => {
     ];
     const alphabet = ['a', 'Z', '0', ' ', ',', '"', '\\', '{', '}', 'N', 'U', 'L', 'é', '=', '['];
     let seed = 7;
-    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let i = 0; i < 3000; i++)
       cases.push(
         Array.from({ length: random(5) }, () =>
-          random(8) === 0 ? null : Array.from({ length: random(6) }, () => alphabet[random(alphabet.length)]).join(''),
+          random(8) === 0
+            ? null
+            : Array.from({ length: random(6) }, () => alphabet[random(alphabet.length)]).join(''),
         ),
       );
     for (const items of cases) {

@@ -120,9 +120,6 @@ function selectsAbstractType(schema: GraphQLSchema, document: DocumentNode): boo
         const type = typeInfo.getType();
         if (!type || isAbstractType(getNamedType(type))) abstract = true;
       },
-      InlineFragment() {
-        if (!typeInfo.getType() && !typeInfo.getParentType()) abstract = true;
-      },
     }),
   );
   return abstract;
