@@ -34,17 +34,36 @@ function jsonContentType(req: Request): string {
 }
 
 /**
- * JSON in the type the client asked for: the versioned type when its Accept names it. Written
- * as one string with its length, the headers Express's `send` would set (no ETag, no freshness:
- * API answers are not conditional); `send` copied a body of over 1000 characters into a Buffer
- * first, which then went out as a second chunk beside the headers.
+ * JSON in the type the client asked for: the versioned type when its Accept names it, with the
+ * headers Express's `send` would set (no ETag, no freshness: API answers are not conditional).
  */
 export function sendJson(req: Request, res: Response, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  writeText(res, status, 'Content-Type', jsonContentType(req), JSON.stringify(body));
+}
+
+/**
+ * Ends a response with a text body and its length. The text goes out as a Buffer encoded once:
+ * a string body is prepended with the head by Node (`head + body`, a rope), which the socket's
+ * write then copies flat on the JavaScript heap before encoding it, a second body-sized
+ * allocation per answer (and a third when `suffix` is appended to the text). The Buffer's
+ * memory is outside the heap, and head and body still leave in one `writev`.
+ */
+export function writeText(
+  res: http.ServerResponse,
+  status: number,
+  typeHeader: 'Content-Type' | 'content-type',
+  type: string,
+  text: string,
+  suffix?: string,
+): void {
+  const length = Buffer.byteLength(text);
+  const body = Buffer.allocUnsafe(suffix === undefined ? length : length + Buffer.byteLength(suffix));
+  body.write(text, 0, length, 'utf8');
+  if (suffix !== undefined) body.write(suffix, length, 'utf8');
   res.statusCode = status;
-  res.setHeader('Content-Type', jsonContentType(req));
-  res.setHeader('Content-Length', String(Buffer.byteLength(text)));
-  res.end(text);
+  res.setHeader(typeHeader, type);
+  res.setHeader(typeHeader === 'Content-Type' ? 'Content-Length' : 'content-length', String(body.length));
+  res.end(body);
 }
 
 export function sendError(req: Request, res: Response, error: AppError): void {
@@ -94,6 +113,32 @@ export function requestIds(): RequestHandler {
   };
 }
 
+/** The service's logger of a request (set by `requestLogs` above `info`), and its child once made. */
+const BASE_LOG = Symbol('base log');
+const REQUEST_LOG = Symbol('request log');
+interface LoggedRequest {
+  [BASE_LOG]?: Logger;
+  [REQUEST_LOG]?: Logger;
+  res?: Response;
+}
+
+/**
+ * `req.log` above `info`: the request's child logger, made on first use, as a getter of Express's
+ * request prototype (a property defined on every request cost a new accessor and a map of its
+ * own each time). Assigning `req.log` (pino-http does at `info`) makes it a plain property.
+ */
+Object.defineProperty(express.request, 'log', {
+  configurable: true,
+  get(this: LoggedRequest) {
+    const base = this[BASE_LOG];
+    if (base === undefined) return undefined;
+    return (this[REQUEST_LOG] ??= base.child({ reqId: this.res?.locals.requestId as unknown }));
+  },
+  set(this: object, value: unknown) {
+    Object.defineProperty(this, 'log', { value, writable: true, enumerable: true, configurable: true });
+  },
+});
+
 /**
  * JSON request logs carrying the request id, and once known the principal and the GraphQL
  * operation (`res.locals.graphqlOperation`); secret query values are redacted, the query and
@@ -103,22 +148,21 @@ export function requestIds(): RequestHandler {
  */
 export function requestLogs(log: Logger): RequestHandler {
   if (!log.isLevelEnabled('info')) {
+    // One listener for every request (`this` is the response), no closure per request.
+    function logFailure(this: Response) {
+      if (this.statusCode < 500) return;
+      const req = this.req;
+      req.log.error(
+        {
+          req: { method: req.method, url: redactUrl(req.originalUrl) },
+          res: { statusCode: this.statusCode },
+        },
+        'request errored',
+      );
+    }
     return (req, res, next) => {
-      let child: Logger | undefined;
-      Object.defineProperty(req, 'log', {
-        configurable: true,
-        get: () => (child ??= log.child({ reqId: res.locals.requestId })),
-      });
-      res.once('finish', () => {
-        if (res.statusCode >= 500)
-          req.log.error(
-            {
-              req: { method: req.method, url: redactUrl(req.originalUrl) },
-              res: { statusCode: res.statusCode },
-            },
-            'request errored',
-          );
-      });
+      (req as LoggedRequest)[BASE_LOG] = log;
+      res.on('finish', logFailure);
       next();
     };
   }
