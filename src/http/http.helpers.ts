@@ -113,31 +113,26 @@ export function requestIds(): RequestHandler {
   };
 }
 
-/** The service's logger of a request (set by `requestLogs` above `info`), and its child once made. */
-const BASE_LOG = Symbol('base log');
+/** A request's child logger, once made. */
 const REQUEST_LOG = Symbol('request log');
-interface LoggedRequest {
-  [BASE_LOG]?: Logger;
-  [REQUEST_LOG]?: Logger;
-  res?: Response;
-}
 
 /**
- * `req.log` above `info`: the request's child logger, made on first use, as a getter of Express's
- * request prototype (a property defined on every request cost a new accessor and a map of its
- * own each time). Assigning `req.log` (pino-http does at `info`) makes it a plain property.
+ * `req.log` above `info`: the request's child logger, made on first use, as a getter of the
+ * app's request prototype. Defined on each request, it cost a new accessor and map every time
+ * (and any property added to a request after Express changes its prototype is slow in V8).
+ * Assigning `req.log` (pino-http does at `info`) makes it a plain property of that request.
  */
-Object.defineProperty(express.request, 'log', {
-  configurable: true,
-  get(this: LoggedRequest) {
-    const base = this[BASE_LOG];
-    if (base === undefined) return undefined;
-    return (this[REQUEST_LOG] ??= base.child({ reqId: this.res?.locals.requestId as unknown }));
-  },
-  set(this: object, value: unknown) {
-    Object.defineProperty(this, 'log', { value, writable: true, enumerable: true, configurable: true });
-  },
-});
+function defineRequestLog(proto: object, log: Logger): void {
+  Object.defineProperty(proto, 'log', {
+    configurable: true,
+    get(this: Request & { [REQUEST_LOG]?: Logger }) {
+      return (this[REQUEST_LOG] ??= log.child({ reqId: this.res?.locals.requestId as unknown }));
+    },
+    set(this: object, value: unknown) {
+      Object.defineProperty(this, 'log', { value, writable: true, enumerable: true, configurable: true });
+    },
+  });
+}
 
 /**
  * JSON request logs carrying the request id, and once known the principal and the GraphQL
@@ -160,8 +155,11 @@ export function requestLogs(log: Logger): RequestHandler {
         'request errored',
       );
     }
+    let defined: object | undefined;
     return (req, res, next) => {
-      (req as LoggedRequest)[BASE_LOG] = log;
+      // The app's request prototype (Express's `app.request`), the same for all its requests.
+      const proto = Object.getPrototypeOf(req) as object;
+      if (proto !== defined) defineRequestLog((defined = proto), log);
       res.on('finish', logFailure);
       next();
     };

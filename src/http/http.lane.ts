@@ -54,15 +54,22 @@ export function fastLane(
     const path = q < 0 ? url : url.slice(0, q);
     const handler = routes.get(path);
     if (!handler) return false;
-    // What Express's app and router set up (x-powered-by is off).
-    const req = Object.setPrototypeOf(incoming, app.request) as Request;
-    const res = Object.setPrototypeOf(outgoing, app.response) as Response;
+    // What Express's app and router set up (x-powered-by is off). Every property is added
+    // before the prototypes change: V8 made each property added to a request or response after
+    // `setPrototypeOf` cost microseconds (measured 3 to 15 µs each, against well under one
+    // before), so the ones added later on the lanes (the route, `next`, the body, parseurl's
+    // cache of the URL) start here as undefined, as body-parser itself does with `body`.
+    const req = incoming as Request & { _parsedUrl?: unknown };
+    const res = outgoing as Response;
     req.res = res;
     res.req = req;
     res.locals = Object.create(null) as Response['locals'];
     req.originalUrl = url;
     req.baseUrl = '';
     req.params = {};
+    req.route = undefined;
+    req.body = undefined;
+    req._parsedUrl = undefined;
     const fail = (err: unknown) => {
       try {
         errors(err, req, res, noop);
@@ -93,6 +100,8 @@ export function fastLane(
       }
     };
     req.next = step;
+    Object.setPrototypeOf(req, app.request);
+    Object.setPrototypeOf(res, app.response);
     step();
     return true;
   };

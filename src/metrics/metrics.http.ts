@@ -1,31 +1,28 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import type { Metrics } from './metrics';
 
-const STARTED = Symbol('started');
 /** Status labels by code, made once. */
 const statusLabels: string[] = [];
 
 /** Request durations by route pattern (`/api/v1/models/:id`), never by raw path. */
 export function httpMetrics(metrics: Metrics): RequestHandler {
-  // One listener for every request (`this` is the response), no closure per request.
-  function observe(this: Response & { [STARTED]: number }) {
-    const req = this.req;
-    // A route that passed the request on (the web app's fallback) did not answer it.
-    const matched = !this.locals.unmatched;
-    const route =
-      matched && req.route?.path
-        ? `${req.baseUrl}${String(req.route.path)}`
-        : (matched && req.baseUrl) || '(unmatched)';
-    const code = this.statusCode;
-    metrics.httpDuration.observe(
-      { method: req.method, route, status: (statusLabels[code] ??= String(code)) },
-      (performance.now() - this[STARTED]) / 1000,
-    );
-  }
-  return (_req, res, next) => {
-    (res as Response & { [STARTED]: number })[STARTED] = performance.now();
-    res.on('finish', observe);
+  return (req, res, next) => {
+    const started = performance.now();
+    // `on`, not `once`: 'finish' comes once, and `once` wraps every listener in two more objects.
+    res.on('finish', () => {
+      // A route that passed the request on (the web app's fallback) did not answer it.
+      const matched = !res.locals.unmatched;
+      const route =
+        matched && req.route?.path
+          ? `${req.baseUrl}${String(req.route.path)}`
+          : (matched && req.baseUrl) || '(unmatched)';
+      const code = res.statusCode;
+      metrics.httpDuration.observe(
+        { method: req.method, route, status: (statusLabels[code] ??= String(code)) },
+        (performance.now() - started) / 1000,
+      );
+    });
     next();
   };
 }
