@@ -59,7 +59,7 @@ export function fastLane(
     // `setPrototypeOf` cost microseconds (measured 3 to 15 µs each, against well under one
     // before), so the ones added later on the lanes (the route, `next`, the body, parseurl's
     // cache of the URL) start here as undefined, as body-parser itself does with `body`.
-    const req = incoming as Request & { _parsedUrl?: unknown };
+    const req = incoming as Request & { _parsedUrl?: unknown; _eventsCount?: number };
     const res = outgoing as Response;
     req.res = res;
     res.req = req;
@@ -70,6 +70,12 @@ export function fastLane(
     req.route = undefined;
     req.body = undefined;
     req._parsedUrl = undefined;
+    // Node keeps these on the prototypes until first written: the status (always 200 and no
+    // message here, a fresh response) and the request's count of listeners.
+    res.statusCode = 200;
+    res.statusMessage = undefined as unknown as string;
+    const listeners = req._eventsCount; // inherited (0) until the first listener
+    req._eventsCount = listeners;
     const fail = (err: unknown) => {
       try {
         errors(err, req, res, noop);
