@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
 import { createLogger, type Logger } from '../common/logger';
-import { fastLane } from './http.lane';
+import { fastLane, type LaneHandler } from './http.lane';
 import { errorResponses, requestIds, requestLogs } from './http.helpers';
 
 /** Log lines of one logger at `warn`, parsed. */
@@ -20,7 +20,7 @@ async function serve(log: Logger) {
   const app = express();
   const stages = [requestIds(), requestLogs(log)];
   for (const s of stages) app.use(s);
-  const routes: [string, RequestHandler][] = [
+  const routes: [string, LaneHandler][] = [
     ['/fail', (_req, res) => void res.status(500).json({ failed: true })],
     ['/missing', (_req, res) => void res.status(404).json({ missing: true })],
     [
@@ -32,7 +32,7 @@ async function serve(log: Logger) {
       },
     ],
   ];
-  for (const [path, handler] of routes) app.get(path, handler);
+  for (const [path, handler] of routes) app.get(path, handler as RequestHandler);
   const errors = errorResponses(1000, log);
   app.use(errors);
   const lane = fastLane(app, { stages, routes: new Map(routes), errors });
@@ -54,7 +54,8 @@ describe('requestLogs above info', () => {
       await fetch(`${s.base}/fail${query ? `${query}&` : '?'}token=secret`, {
         headers: { 'x-request-id': 'req-500' },
       });
-      await new Promise((resolve) => setImmediate(resolve));
+      // The 404 went first: once the 500's line is there, both have finished.
+      while (!lines.some((l) => l.msg === 'request errored')) await new Promise((r) => setTimeout(r, 10));
       const errored = lines.filter((l) => l.msg === 'request errored');
       expect(errored).toHaveLength(1);
       expect(errored[0]).toMatchObject({
