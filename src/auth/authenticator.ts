@@ -16,6 +16,7 @@ export interface Credentials {
 /** Verified user tokens kept in memory: at most this many, each for at most this long. */
 const TOKEN_CACHE_SIZE = 10_000;
 const TOKEN_CACHE_MS = 60_000;
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** Turns the one credential of a request into a principal (null when there is none). */
 export class Authenticator {
@@ -43,11 +44,25 @@ export class Authenticator {
     }
     if (apiKey !== undefined) return this.fromApiKey(apiKey.trim());
     if (authorization === undefined) return null;
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    const match = BEARER.exec(authorization);
     if (!match) throw new AppError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"');
     const token = match[1];
     if (token.startsWith(SESSION_TOKEN_PREFIX)) return this.fromSessionToken(token);
     return isUuid(token) ? this.fromApiKey(token) : this.fromUserToken(token);
+  }
+
+  /**
+   * The principal when it is known without waiting: null without credentials, the principal of
+   * a user token still in the cache; undefined when `authenticate` must run (anything else,
+   * errors included). Saves the per-request promises of the common case.
+   */
+  known({ authorization, apiKey }: Credentials): Principal | null | undefined {
+    if (apiKey !== undefined) return undefined;
+    if (authorization === undefined) return null;
+    const token = BEARER.exec(authorization)?.[1];
+    if (token === undefined) return undefined;
+    const cached = this.tokens.get(token);
+    return cached && cached.until > Date.now() ? cached.principal : undefined;
   }
 
   /** The user of a login session cookie; only `fetch-metadata` takes this credential. */

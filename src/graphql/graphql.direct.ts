@@ -6,6 +6,7 @@ import type { RequestContext } from './graphql.context';
 import { requestLevelStatus, type GraphQLErrorFormatter } from './graphql.errors';
 import type { CompiledOperations } from './graphql.executor';
 import { inputProblems } from './graphql.inputs';
+import { writeText } from '../http/http.helpers';
 
 /** How many distinct documents are answered directly; the oldest is forgotten first. */
 const MAX_DOCUMENTS = 1000;
@@ -156,14 +157,10 @@ export class DirectOperations {
         if (failed.retryAfter !== undefined) res.setHeader('Retry-After', String(failed.retryAfter));
       }
     }
-    const body = JSON.stringify({ errors, data: result.data, extensions: result.extensions }) + '\n';
+    const text = JSON.stringify({ errors, data: result.data, extensions: result.extensions });
     this.options.observe(operation.name, operation.type, !!errors, (performance.now() - started) / 1000);
-    // The text goes out as it is: Express's send would copy it into a Buffer first (its length
-    // and ETag), and a Buffer body leaves the head and body to two writes.
-    res.statusCode = status;
-    res.setHeader('content-type', contentType);
-    res.setHeader('content-length', Buffer.byteLength(body));
-    res.end(body);
+    // Apollo's answer ends with a newline; written without Express's send (its ETag).
+    writeText(res, status, 'content-type', contentType, text, '\n');
   }
 
   /** The type Apollo would answer for this Accept (remembered per distinct header), or null. */

@@ -34,17 +34,36 @@ function jsonContentType(req: Request): string {
 }
 
 /**
- * JSON in the type the client asked for: the versioned type when its Accept names it. Written
- * as one string with its length, the headers Express's `send` would set (no ETag, no freshness:
- * API answers are not conditional); `send` copied a body of over 1000 characters into a Buffer
- * first, which then went out as a second chunk beside the headers.
+ * JSON in the type the client asked for: the versioned type when its Accept names it, with the
+ * headers Express's `send` would set (no ETag, no freshness: API answers are not conditional).
  */
 export function sendJson(req: Request, res: Response, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  writeText(res, status, 'Content-Type', jsonContentType(req), JSON.stringify(body));
+}
+
+/**
+ * Ends a response with a text body and its length. The text goes out as a Buffer encoded once:
+ * a string body is prepended with the head by Node (`head + body`, a rope), which the socket's
+ * write then copies flat on the JavaScript heap before encoding it, a second body-sized
+ * allocation per answer (and a third when `suffix` is appended to the text). The Buffer's
+ * memory is outside the heap, and head and body still leave in one `writev`.
+ */
+export function writeText(
+  res: http.ServerResponse,
+  status: number,
+  typeHeader: 'Content-Type' | 'content-type',
+  type: string,
+  text: string,
+  suffix?: string,
+): void {
+  const length = Buffer.byteLength(text);
+  const body = Buffer.allocUnsafe(suffix === undefined ? length : length + Buffer.byteLength(suffix));
+  body.write(text, 0, length, 'utf8');
+  if (suffix !== undefined) body.write(suffix, length, 'utf8');
   res.statusCode = status;
-  res.setHeader('Content-Type', jsonContentType(req));
-  res.setHeader('Content-Length', String(Buffer.byteLength(text)));
-  res.end(text);
+  res.setHeader(typeHeader, type);
+  res.setHeader(typeHeader === 'Content-Type' ? 'Content-Length' : 'content-length', String(body.length));
+  res.end(body);
 }
 
 export function sendError(req: Request, res: Response, error: AppError): void {
@@ -94,6 +113,27 @@ export function requestIds(): RequestHandler {
   };
 }
 
+/** A request's child logger, once made. */
+const REQUEST_LOG = Symbol('request log');
+
+/**
+ * `req.log` above `info`: the request's child logger, made on first use, as a getter of the
+ * app's request prototype. Defined on each request, it cost a new accessor and map every time
+ * (and any property added to a request after Express changes its prototype is slow in V8).
+ * Assigning `req.log` (pino-http does at `info`) makes it a plain property of that request.
+ */
+function defineRequestLog(proto: object, log: Logger): void {
+  Object.defineProperty(proto, 'log', {
+    configurable: true,
+    get(this: Request & { [REQUEST_LOG]?: Logger }) {
+      return (this[REQUEST_LOG] ??= log.child({ reqId: this.res?.locals.requestId as unknown }));
+    },
+    set(this: object, value: unknown) {
+      Object.defineProperty(this, 'log', { value, writable: true, enumerable: true, configurable: true });
+    },
+  });
+}
+
 /**
  * JSON request logs carrying the request id, and once known the principal and the GraphQL
  * operation (`res.locals.graphqlOperation`); secret query values are redacted, the query and
@@ -103,22 +143,24 @@ export function requestIds(): RequestHandler {
  */
 export function requestLogs(log: Logger): RequestHandler {
   if (!log.isLevelEnabled('info')) {
+    // One listener for every request (`this` is the response), no closure per request.
+    function logFailure(this: Response) {
+      if (this.statusCode < 500) return;
+      const req = this.req;
+      req.log.error(
+        {
+          req: { method: req.method, url: redactUrl(req.originalUrl) },
+          res: { statusCode: this.statusCode },
+        },
+        'request errored',
+      );
+    }
+    let defined: object | undefined;
     return (req, res, next) => {
-      let child: Logger | undefined;
-      Object.defineProperty(req, 'log', {
-        configurable: true,
-        get: () => (child ??= log.child({ reqId: res.locals.requestId })),
-      });
-      res.once('finish', () => {
-        if (res.statusCode >= 500)
-          req.log.error(
-            {
-              req: { method: req.method, url: redactUrl(req.originalUrl) },
-              res: { statusCode: res.statusCode },
-            },
-            'request errored',
-          );
-      });
+      // The app's request prototype (Express's `app.request`), the same for all its requests.
+      const proto = Object.getPrototypeOf(req) as object;
+      if (proto !== defined) defineRequestLog((defined = proto), log);
+      res.on('finish', logFailure);
       next();
     };
   }

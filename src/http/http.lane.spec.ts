@@ -55,6 +55,29 @@ describe('fastLane', () => {
     }
   });
 
+  it('answers with the status line and request state of the generic stack', async () => {
+    const seen: RequestHandler = (req, res, next) => {
+      res.locals.seen = { route: req.route, body: req.body, express: typeof req.get };
+      next();
+    };
+    const created: LaneHandler = (req, res) => {
+      const status = req.query.created ? 201 : res.statusCode;
+      res.status(status).json({ stage: res.locals.seen, route: (req.route as { path: string }).path });
+    };
+    const s = await serve([seen], created);
+    try {
+      for (const query of ['', '?created=1']) {
+        const viaLane = await fetch(`${s.base}/list${query}`);
+        const viaApp = await fetch(`${s.base}/list/${query}`); // another spelling: the generic way
+        expect([viaLane.status, viaLane.statusText]).toEqual([viaApp.status, viaApp.statusText]);
+        expect(await viaLane.json()).toEqual(await viaApp.json());
+      }
+      expect((await fetch(`${s.base}/list?created=1`)).statusText).toBe('Created');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('leaves other methods, bodies, other spellings and other paths to the app', async () => {
     const s = await serve([order], answer);
     try {

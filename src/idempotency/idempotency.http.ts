@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ownerOf, type Principal } from '../auth/principal';
 import { AppError, toAppError } from '../common/errors';
 import { sendError } from '../http/http.helpers';
@@ -71,26 +71,43 @@ export function storeAnswer(res: Response, claim: Claim, fp: string): void {
  * canonical JSON body and `Cancel-After`; see docs/rest-compat.md.
  */
 export function idempotentRequests(service: IdempotencyService, paths: readonly string[]): RequestHandler {
-  return async (req, res, next) => {
-    try {
-      if (req.method !== 'POST' || !paths.includes(req.path)) return next();
-      const key = idempotencyKeyOf(req);
-      const principal = (res.locals.principal as Principal | null) ?? null;
-      if (key === undefined || !principal) return next();
-      if (req.is('multipart/form-data'))
-        throw new AppError(
-          'BAD_REQUEST',
-          'Idempotency-Key is taken on JSON requests here; uploads take it at POST /uploads/upload',
-        );
-      const fp = fingerprint([req.method, req.path, req.body ?? null, req.get('cancel-after') ?? null]);
-      const begun = await service.begin(ownerOf(principal), key, fp);
-      if (begun.kind === 'done') return replay(res, begun.response);
-      storeAnswer(res, begun.claim, fp);
-      next();
-    } catch (err) {
-      const { error, unexpected } = toAppError(err);
-      if (unexpected) req.log?.error({ err }, 'unexpected error');
-      sendError(req, res, error);
-    }
+  const fail = (req: Request, res: Response, err: unknown) => {
+    const { error, unexpected } = toAppError(err);
+    if (unexpected) req.log?.error({ err }, 'unexpected error');
+    sendError(req, res, error);
   };
+  // A request without a key (nearly all) passes on at once, without a promise.
+  return (req, res, next) => {
+    let key: string | undefined;
+    try {
+      if (req.method !== 'POST' || req.headers['idempotency-key'] === undefined || !paths.includes(req.path))
+        return next();
+      key = idempotencyKeyOf(req);
+    } catch (err) {
+      return fail(req, res, err);
+    }
+    const principal = (res.locals.principal as Principal | null) ?? null;
+    if (key === undefined || !principal) return next();
+    return withKey(service, req, res, next, key, principal).catch((err: unknown) => fail(req, res, err));
+  };
+}
+
+async function withKey(
+  service: IdempotencyService,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  key: string,
+  principal: Principal,
+): Promise<void> {
+  if (req.is('multipart/form-data'))
+    throw new AppError(
+      'BAD_REQUEST',
+      'Idempotency-Key is taken on JSON requests here; uploads take it at POST /uploads/upload',
+    );
+  const fp = fingerprint([req.method, req.path, req.body ?? null, req.get('cancel-after') ?? null]);
+  const begun = await service.begin(ownerOf(principal), key, fp);
+  if (begun.kind === 'done') return replay(res, begun.response);
+  storeAnswer(res, begun.claim, fp);
+  next();
 }

@@ -2,19 +2,24 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import type { RequestHandler } from 'express';
 import type { Metrics } from './metrics';
 
+/** Status labels by code, made once. */
+const statusLabels: string[] = [];
+
 /** Request durations by route pattern (`/api/v1/models/:id`), never by raw path. */
 export function httpMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
-    res.once('finish', () => {
+    // `on`, not `once`: 'finish' comes once, and `once` wraps every listener in two more objects.
+    res.on('finish', () => {
       // A route that passed the request on (the web app's fallback) did not answer it.
       const matched = !res.locals.unmatched;
       const route =
         matched && req.route?.path
           ? `${req.baseUrl}${String(req.route.path)}`
           : (matched && req.baseUrl) || '(unmatched)';
+      const code = res.statusCode;
       metrics.httpDuration.observe(
-        { method: req.method, route, status: String(res.statusCode) },
+        { method: req.method, route, status: (statusLabels[code] ??= String(code)) },
         (performance.now() - started) / 1000,
       );
     });

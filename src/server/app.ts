@@ -46,6 +46,7 @@ import { DirectOperations, hasJsonBody } from '../graphql/graphql.direct';
 import { formatGraphQLError, requestLevelStatus } from '../graphql/graphql.errors';
 import { webAppRoutes } from './web-app';
 import { Loaders } from '../graphql/graphql.loaders';
+import type { JobLive } from '../jobs/job.live';
 import {
   drain,
   errorResponses,
@@ -105,6 +106,33 @@ const inputsPlugin: ApolloServerPlugin<RequestContext> = {
 };
 
 const RESPONSE = Symbol('response');
+
+/**
+ * The context of an HTTP request. A class rather than an object literal: the literal's getter
+ * and computed key were defined one by one on every request.
+ */
+class HttpContext implements RequestContext {
+  readonly requestId: string;
+  readonly principal: Principal | null;
+  readonly loaders = new Loaders();
+  readonly [RESPONSE]: Response;
+
+  constructor(
+    private readonly req: Request,
+    res: Response,
+    private readonly baseLog: Logger,
+    readonly live: JobLive,
+  ) {
+    this.requestId = res.locals.requestId as string;
+    this.principal = (res.locals.principal as Principal | null) ?? null;
+    this[RESPONSE] = res;
+  }
+
+  /** The request's logger is made only if a resolver logs. */
+  get log(): Logger {
+    return this.req.log ?? this.baseLog;
+  }
+}
 
 /** Sets the HTTP status of a GraphQL answer that failed as a whole (Apollo would say 200 or 500). */
 const statusPlugin: ApolloServerPlugin<RequestContext> = {
@@ -184,17 +212,7 @@ export async function createApp({
   // Each HTTP context carries its response (Apollo copies contexts, symbols included), so the
   // request's log line can name the operation.
   const contextOf = (req: Request, res: Response): RequestContext =>
-    ({
-      requestId: res.locals.requestId,
-      principal: (res.locals.principal as Principal | null) ?? null,
-      // The request's logger is made only if a resolver logs.
-      get log() {
-        return req.log ?? log;
-      },
-      loaders: new Loaders(),
-      live: services.live,
-      [RESPONSE]: res,
-    }) as RequestContext;
+    new HttpContext(req, res, log, services.live);
   const operationLogPlugin: ApolloServerPlugin<RequestContext> = {
     async requestDidStart() {
       return {
@@ -206,19 +224,28 @@ export async function createApp({
     },
   };
 
-  const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => {
-    const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
-    return { authorization: one(headers.authorization), apiKey: one(headers[config.apiKeyHeader]) };
-  };
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
+  const credentialsOf = (headers: http.IncomingHttpHeaders): Credentials => ({
+    authorization: one(headers.authorization),
+    apiKey: one(headers[config.apiKeyHeader]),
+  });
 
   // Every API request authenticates first: a bad credential is a 401, whatever the path.
-  const authenticate = async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      res.locals.principal = await services.authenticator.authenticate(credentialsOf(req.headers));
-      next();
-    } catch (err) {
-      next(err);
+  // A user token already verified (or no credential) is answered without a promise.
+  const authenticate = (req: Request, res: Response, next: NextFunction) => {
+    const credentials = credentialsOf(req.headers);
+    const known = services.authenticator.known(credentials);
+    if (known !== undefined) {
+      res.locals.principal = known;
+      return next();
     }
+    return services.authenticator
+      .authenticate(credentials)
+      .then((principal) => {
+        res.locals.principal = principal;
+        next();
+      })
+      .catch(next);
   };
   // Then every request spends its principal's allowance (its address's when anonymous). The
   // lanes run this very list: a stage added here guards them too.
