@@ -60,7 +60,11 @@ export class Authenticator {
     if (apiKey !== undefined) return undefined;
     if (authorization === undefined) return null;
     const token = BEARER.exec(authorization)?.[1];
-    if (token === undefined) return undefined;
+    return token === undefined ? undefined : this.cachedUser(token);
+  }
+
+  /** The principal of a user token verified less than its cache time ago. */
+  private cachedUser(token: string): Principal | undefined {
     const cached = this.tokens.get(token);
     return cached && cached.until > Date.now() ? cached.principal : undefined;
   }
@@ -72,8 +76,8 @@ export class Authenticator {
   }
 
   private async fromUserToken(token: string): Promise<Principal> {
-    const cached = this.tokens.get(token);
-    if (cached && cached.until > Date.now()) return cached.principal;
+    const cached = this.cachedUser(token);
+    if (cached) return cached;
     this.tokens.delete(token);
     const claims = await this.verifier.verify(token);
     const principal = this.userPrincipal(await this.users.upsertFromClaims(claims), 'user_token');
