@@ -1,4 +1,4 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Knex, MikroORM } from '@mikro-orm/postgresql';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { ownerOf, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
@@ -53,6 +53,28 @@ export class RateLimited extends AppError {
   }
 }
 
+/** What `RateLimit.lease` granted. */
+export interface Grant {
+  granted: number;
+  /** The key's points left in the store after this grant. */
+  remaining: number;
+  /** When the key's window ends, in epoch milliseconds. */
+  endsAt: number;
+}
+
+/**
+ * rate-limiter-flexible's upsert (`<limit>:<key>`, points, expire), but all-or-nothing: a window
+ * that has ended starts again with the lease; a live one takes it only if it fits under the limit
+ * No row back means it did not fit.
+ */
+const LEASE_SQL = `
+  insert into rate_limits as r (key, points, expire) values (:key, :points, :expire)
+  on conflict (key) do update set
+    points = case when r.expire <= :now then excluded.points else r.points + excluded.points end,
+    expire = case when r.expire <= :now then excluded.expire else r.expire end
+  where r.expire <= :now or r.points + excluded.points <= :limit
+  returning points, expire`;
+
 /**
  * A fixed-window limit of `points` per key, counted in PostgreSQL (rate-limiter-flexible's store,
  * on the ORM's pool) so that every process shares it. Each attempt is one atomic upsert: concurrent
@@ -60,13 +82,15 @@ export class RateLimited extends AppError {
  */
 export class RateLimit {
   private readonly limiter: RateLimiterPostgres;
+  private readonly knex: Knex;
 
   constructor(
     orm: MikroORM,
     readonly opts: LimitOptions,
   ) {
+    this.knex = orm.em.getKnex();
     this.limiter = new RateLimiterPostgres({
-      storeClient: orm.em.getKnex(),
+      storeClient: this.knex,
       storeType: 'knex',
       tableName: 'rate_limits',
       tableCreated: true,
@@ -82,6 +106,40 @@ export class RateLimit {
   async take(key: string, message: string, points = 1): Promise<LimitState> {
     try {
       return this.state(await this.limiter.consume(key, points));
+    } catch (err) {
+      if (err instanceof RateLimiterRes) throw new RateLimited(this.state(err), message);
+      throw err;
+    }
+  }
+
+  /**
+   * Takes `points` at once for a process's lease (rate-limit.leases.ts): all of them when they fit
+   * in what is left of the key's window, in one upsert that leaves the row untouched otherwise;
+   * when they do not fit, one point as `take` does (RateLimited when none is left). So a lease
+   * never overshoots, and never spends points it was not granted. Answers the points granted,
+   * what the store has left after them, and when the window ends (epoch ms).
+   */
+  async lease(key: string, points: number, message: string): Promise<Grant> {
+    if (points > 1) {
+      const now = Date.now();
+      const { rows } = await this.knex.raw<{ rows: { points: number; expire: string }[] }>(LEASE_SQL, {
+        key: `${this.opts.name}:${key}`,
+        points,
+        expire: now + this.opts.windowSeconds * 1000,
+        now,
+        limit: this.opts.points,
+      });
+      if (rows.length) {
+        return {
+          granted: points,
+          remaining: Math.max(0, this.opts.points - rows[0].points),
+          endsAt: Number(rows[0].expire),
+        };
+      }
+    }
+    try {
+      const res = await this.limiter.consume(key, 1);
+      return { granted: 1, remaining: Math.max(0, res.remainingPoints), endsAt: Date.now() + res.msBeforeNext };
     } catch (err) {
       if (err instanceof RateLimiterRes) throw new RateLimited(this.state(err), message);
       throw err;
