@@ -115,16 +115,18 @@ async function expectUnavailable(): Promise<void> {
     expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
   }
-  // GraphQL over HTTP: the rate limiter, which needs the database to count, answers before the
-  // GraphQL layer, in the error body that answers 401 and 429 there too, with the code also in a
-  // GraphQL request error's extensions.
-  for (const gql of [
-    await t.gql('{ media { nodes { id } } }', {}, auth),
-    // Needs nothing of the database but the count (anonymous: by address): the same 503, not a
-    // wait for the bound and then an answer.
-    await t.gql('{ __typename }'),
-  ]) {
-    expect({ status: gql.status, code: gql.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
+  // GraphQL over HTTP: the rate limiter, which needs the database to count a request its process
+  // holds no leased point for, answers before the GraphQL layer, in the error body that answers
+  // 401 and 429 there too, with the code also in a GraphQL request error's extensions. A request
+  // served from a lease gets the same code from its own statements.
+  for (const [gql, byLimiter] of [
+    [await t.gql('{ media { nodes { id } } }', {}, auth), false],
+    // Needs nothing of the database but the count (anonymous: by address, never served in this
+    // file, so no lease): the same 503, not a wait for the bound and then an answer.
+    [await t.gql('{ __typename }'), true],
+  ] as const) {
+    expect(gql.status).toBe(503);
+    if (byLimiter) expect(gql.body.error?.code).toBe('UNAVAILABLE');
     expect(gql.body.errors[0].extensions).toMatchObject({
       code: 'UNAVAILABLE',
       retryAfterSeconds: expect.any(Number),
@@ -161,6 +163,43 @@ async function expectUnavailable(): Promise<void> {
   } finally {
     await client.dispose();
   }
+}
+
+/**
+ * A principal whose process holds leased points of its request allowance (docs/operations.md,
+ * "Rate limits"): how many, read from the store's count.
+ */
+let holders = 0;
+async function leaseHolder(): Promise<{ auth: string; points: number }> {
+  const holderAuth = `Bearer ${await t.tokenFor(`holder-${++holders}`)}`;
+  const me = await t.gql('{ me { id } }', {}, holderAuth);
+  const key = `requests:user:${me.body.data.me.id}`;
+  const counted = async () =>
+    ((await t.runtime.orm.em.fork().execute('select points from rate_limits where key = ?', [key]))[0]
+      ?.points as number) ?? 0;
+  // Grants of 1, 2, 4...: after a few requests, points counted beyond those served are its lease.
+  for (let served = 1; ; served++) {
+    const points = (await counted()) - served;
+    if (points >= 2) return { auth: holderAuth, points };
+    expect((await t.gql('{ __typename }', {}, holderAuth)).status).toBe(200);
+  }
+}
+
+/**
+ * During an outage, a request its process holds a leased point for is served: its point was
+ * counted before. Past the lease, the next is refused 503 by the limiter, which cannot count it.
+ */
+async function expectLeaseServed(holder: { auth: string; points: number }): Promise<void> {
+  // Past the limiter, a request that needs the database gets 503 from its own statements.
+  const media = await t.gql('{ media { nodes { id } } }', {}, holder.auth);
+  expect({ status: media.status, limiter: media.body.error }).toEqual({ status: 503, limiter: undefined });
+  expect(media.body.errors[0].extensions).toMatchObject({ code: 'UNAVAILABLE', retryAfterSeconds: 5 });
+  for (let i = 1; i < holder.points; i++) {
+    const res = await t.gql('{ __typename }', {}, holder.auth);
+    expect({ status: res.status, data: res.body.data }).toEqual({ status: 200, data: { __typename: 'Query' } });
+  }
+  const refused = await t.gql('{ __typename }', {}, holder.auth);
+  expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
 }
 
 async function waitUntilReady(): Promise<void> {
@@ -217,8 +256,10 @@ describe('a database outage', () => {
     try {
       const gated = await gatedJob();
       const updates = (await watchJob(client, gated.id)).statuses;
+      const holder = await leaseHolder();
       await begin();
       try {
+        await expectLeaseServed(holder);
         await expectUnavailable();
         gated.open();
         while (alive(gated.pid)) await new Promise((r) => setTimeout(r, 50));

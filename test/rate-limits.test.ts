@@ -1,5 +1,8 @@
 import { createClient } from 'graphql-ws';
+import { Client } from 'pg';
 import WebSocket from 'ws';
+import { LeasedLimit } from '../src/rate-limits/rate-limit.leases';
+import { RateLimit, RateLimited, type Grant } from '../src/rate-limits/rate-limiter';
 import { startTestApp, type TestApp } from './helpers/app';
 import { BUILTIN } from './helpers/jobs';
 import { pngBytes, uploadFile } from './helpers/media';
@@ -172,5 +175,150 @@ describe('uploads and deployments have their own limits', () => {
     expect(refused.body.error.message).toBe('too many deployments; try again shortly');
     const jobs = await t.http().get('/api/v1/jobs').set('authorization', grace);
     expect(jobs.body).toHaveLength(2);
+  });
+});
+
+/**
+ * Leases: a process takes several points of a hot key's allowance in one upsert and spends them
+ * from memory. Limits under 32 are always counted point by point (the suites above).
+ */
+describe('leases of the allowance', () => {
+  const HOT = { ...LIMITS, RATE_LIMIT_PER_MINUTE: '320' };
+  let a: TestApp;
+  let b: TestApp;
+  let db: Client;
+  beforeAll(async () => {
+    a = await startTestApp(HOT, { issuer: t.issuer });
+    b = await startTestApp(HOT, { databaseUrl: a.databaseUrl, issuer: t.issuer });
+    db = new Client({ connectionString: a.databaseUrl });
+    await db.connect();
+  });
+  afterAll(async () => {
+    await db?.end();
+    await b?.close();
+    await a?.close();
+  });
+
+  /** The store's count of a key: points counted so far in its window. */
+  const counted = async (key: string) =>
+    Number((await db.query('select points from rate_limits where key = $1', [key])).rows[0]?.points ?? 0);
+  /** The `requests:` key of a user (its first request, counted). */
+  const requestsKeyOf = async (app: TestApp, auth: string) => {
+    const me = await app.gql('{ me { id } }', {}, auth);
+    expect(me.status).toBe(200);
+    return `requests:user:${me.body.data.me.id}`;
+  };
+
+  it('a hot key takes growing leases in one process, headers stay exact, and the limit holds', async () => {
+    const hot = await bearer('hot');
+    const key = await requestsKeyOf(a, hot);
+    const counts = new Set<number>([await counted(key)]);
+    let leased = 0;
+    for (let served = 2; served <= 320; served++) {
+      const res = await teams(a, hot);
+      expect(res.status).toBe(200);
+      expect(res.headers['ratelimit-remaining']).toBe(String(320 - served));
+      const points = await counted(key);
+      // Every point spent was counted before; what is counted beyond is this process's lease.
+      expect(points).toBeGreaterThanOrEqual(served);
+      expect(points).toBeLessThanOrEqual(320);
+      leased = Math.max(leased, points - served);
+      counts.add(points);
+    }
+    // A lease of 20 points (320 / 16) at most, and far fewer upserts than requests.
+    expect(leased).toBeGreaterThan(1);
+    expect(leased).toBeLessThan(20);
+    expect(counts.size).toBeLessThan(320 / 4);
+    expect(await counted(key)).toBe(320);
+    expectLimited(await teams(a, hot));
+    expectLimited(await teams(b, hot));
+  });
+
+  it('two processes on one database never serve more than the limit together, and lose nothing', async () => {
+    const pair = await bearer('pair');
+    let served = 0;
+    const refusedBy = new Set<TestApp>();
+    // Bursts to both until each has refused: by then neither holds an unspent point.
+    while (refusedBy.size < 2) {
+      const apps = Array.from({ length: 16 }, (_, i) => (i % 2 ? a : b));
+      const answers = await Promise.all(apps.map((app) => teams(app, pair)));
+      answers.forEach((res, i) => {
+        expect([200, 429]).toContain(res.status);
+        if (res.status === 200) served++;
+        else refusedBy.add(apps[i]);
+      });
+    }
+    expect(served).toBe(320);
+  });
+});
+
+describe('a leased limit, on the store itself', () => {
+  const limitOf = (name: string, points: number, windowSeconds = 60, maxKeys?: number) => {
+    const store = new RateLimit(t.runtime.orm, { name, points, windowSeconds });
+    return { store, leases: new LeasedLimit(store, `too many ${name}`, maxKeys) };
+  };
+  const rowOf = async (key: string) =>
+    (await t.runtime.orm.em.fork().execute('select points, expire from rate_limits where key = ?', [key]))[0] as
+      | { points: number; expire: string }
+      | undefined;
+
+  it('requests arriving while a lease is fetched share the fetch', async () => {
+    const { store, leases } = limitOf('burst', 1000);
+    const grants = jest.spyOn(store, 'lease');
+    const states = await Promise.all(Array.from({ length: 20 }, () => leases.take('k')));
+    // Cold: one point; then one grant for the 19 that waited for it.
+    expect(grants.mock.calls.map((c) => c[1])).toEqual([1, 19]);
+    expect((await rowOf('burst:k'))?.points).toBe(20);
+    expect(states.map((s) => s.remaining).sort((x, y) => y - x)).toEqual(
+      Array.from({ length: 20 }, (_, i) => 999 - i),
+    );
+  });
+
+  it('shrinks grants near the limit and never spends what the store did not grant', async () => {
+    const { store, leases } = limitOf('edge', 64);
+    const grants = jest.spyOn(store, 'lease');
+    // Another process spends most of the window meanwhile: grants it asks for no longer fit.
+    await leases.take('k');
+    await leases.take('k');
+    await store.take('k', 'elsewhere', 58);
+    const served = [];
+    for (;;) {
+      try {
+        served.push(await leases.take('k'));
+      } catch (err) {
+        expect(err).toBeInstanceOf(RateLimited);
+        break;
+      }
+    }
+    expect(2 + served.length + 58).toBe(64);
+    // 4 (64 / 16) did not fit in the 3 left: one point instead; then grants of 1 (3 / 8 < 1).
+    expect(grants.mock.calls.map((c) => c[1])).toEqual([1, 2, 4, 1, 1, 1]);
+    const granted = await Promise.allSettled(grants.mock.results.map((r) => r.value as Promise<Grant>));
+    expect(granted.map((g) => (g.status === 'fulfilled' ? g.value.granted : 0))).toEqual([1, 2, 1, 1, 1, 0]);
+  });
+
+  it('a lease ends with its window, and ended windows leave the map', async () => {
+    const { leases } = limitOf('window', 64, 1);
+    for (let i = 0; i < 4; i++) await leases.take('k'); // grants of 1 and 2, then 4: 3 left
+    await leases.take('other');
+    const counted = (await rowOf('window:k'))!;
+    expect(counted.points).toBe(7);
+    while (Date.now() <= Number(counted.expire)) await new Promise((r) => setTimeout(r, 50));
+    // Its unspent points are gone with the window; the key starts cold again.
+    expect(leases.fromLease('k')).toBeNull();
+    expect((await leases.take('k')).remaining).toBe(63);
+    expect((await rowOf('window:k'))?.points).toBe(1);
+    await leases.take('third');
+    expect(leases.size).toBe(2); // 'other' was dropped
+  });
+
+  it('holds at most its bound of keys', async () => {
+    const { leases } = limitOf('bound', 64, 60, 3);
+    for (let i = 0; i < 10; i++) {
+      await leases.take(`k${i}`);
+      expect(leases.size).toBeLessThanOrEqual(3);
+    }
+    expect(leases.fromLease('k9')).toBeNull(); // a lease of 1 point, spent
+    expect((await leases.take('k9')).remaining).toBe(62);
   });
 });

@@ -74,17 +74,20 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 /**
  * Errors raised by the database driver when the server is gone, refusing connections, or not
  * answering within the query bound (src/db/pg-bounds.ts; `57014` is the server's own statement
- * timeout). An error wrapping one of these (`cause`) is one too.
+ * timeout). An error wrapping one of these (`cause`, or graphql-js's `thrownValue`: it wraps a
+ * value that is not an `Error` of its own realm, as the driver's socket errors are under jest's
+ * sandbox) is one too.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (
-    let e = err as { code?: string; message?: string; cause?: unknown } | undefined, depth = 0;
+    let e = err as { code?: string; message?: string; cause?: unknown; thrownValue?: unknown } | undefined,
+      depth = 0;
     e && depth < 5;
     depth++
   ) {
     if (UNAVAILABLE_CODES.has(e.code ?? '')) return true;
     if (UNAVAILABLE_MESSAGE.test(e.message ?? '')) return true;
-    e = e.cause as typeof e;
+    e = (e.cause ?? e.thrownValue) as typeof e;
   }
   return false;
 }
