@@ -10,6 +10,8 @@
  *   PostGraphile v4 with its production options, answering the same fields;
  * - 50 jobs, each with its model and deployment: bare (one joined statement), `POST /graphql`,
  *   PostGraphile.
+ * The REST and GraphQL lists are served again by a process of the same build with a request limit
+ * no request reaches (BENCH_RATE_LIMIT, 0 for none): what `npm start`'s default limit costs.
  * Every target is checked to answer the same rows first. Then BENCH_ROUNDS interleaved rounds
  * (the order rotates each round) of BENCH_SECONDS under autocannon with 10 connections; the
  * tables print medians of the rounds, the ratio to the bare handler, and the one-minute load
@@ -257,6 +259,26 @@ export async function run(): Promise<void> {
         )
       : undefined;
     if (before) children.push(before);
+    // BENCH_RATE_LIMIT (default 1000000 a minute, 0 for none): the same build, and the earlier one,
+    // served again with a request limit no request reaches, so that the cost of the limits that
+    // `npm start` turns on (RATE_LIMIT_PER_MINUTE) is printed beside the figures without them.
+    const rateLimit = String(setting('BENCH_RATE_LIMIT', 1_000_000, 1_000_000));
+    const limitedEnv = { ...sut.env, PUBLIC_URL: sut.service.url, RATE_LIMIT_PER_MINUTE: rateLimit };
+    const limited =
+      rateLimit === '0'
+        ? []
+        : [
+            { label: '', child: await startChild('src/main.js', limitedEnv, await freePort()) },
+            ...(beforeDist
+              ? [
+                  {
+                    label: `build of ${beforeDist}, `,
+                    child: await startChild('src/main.js', limitedEnv, await freePort(), beforeDist),
+                  },
+                ]
+              : []),
+          ];
+    children.push(...limited.map((l) => l.child));
 
     const json = { 'content-type': 'application/json' };
     const post = (query: string, variables: object = {}) => ({
@@ -307,6 +329,23 @@ export async function run(): Promise<void> {
             },
           ]
         : []),
+      ...limited.flatMap(({ label, child }) => [
+        {
+          name: `GET /api/v1/media?limit=50, ${label}rate limit ${rateLimit}/min`,
+          child,
+          request: { path: '/api/v1/media?limit=50', headers: { authorization: auth } },
+          ids: (b: unknown) => (b as { media: { id: string }[] }).media.map((m) => m.id),
+        },
+        {
+          name: `POST /graphql (ListMedia), ${label}rate limit ${rateLimit}/min`,
+          child,
+          request: {
+            ...post(print(ListMediaDocument), { first: 50 }),
+            headers: { ...json, authorization: auth },
+          },
+          ids: (b: unknown) => (b as { data: { media: Nodes } }).data.media.nodes.map((n) => n.id),
+        },
+      ]),
       {
         name: 'PostGraphile v4',
         child: peer,
@@ -387,6 +426,10 @@ export async function run(): Promise<void> {
         'RSS MiB': ((rss.get(sut.service) ?? NaN) / MiB).toFixed(0),
       },
       { process: 'PostGraphile v4', 'RSS MiB': ((rss.get(peer) ?? NaN) / MiB).toFixed(0) },
+      ...limited.map(({ label, child }) => ({
+        process: `the service, ${label}rate limit ${rateLimit}/min`,
+        'RSS MiB': ((rss.get(child) ?? NaN) / MiB).toFixed(0),
+      })),
       ...(before
         ? [
             {

@@ -104,12 +104,7 @@ export class RateLimit {
 
   /** Uses `points` of the key's allowance; RateLimited when it is spent. Store errors are thrown. */
   async take(key: string, message: string, points = 1): Promise<LimitState> {
-    try {
-      return this.state(await this.limiter.consume(key, points));
-    } catch (err) {
-      if (err instanceof RateLimiterRes) throw new RateLimited(this.state(err), message);
-      throw err;
-    }
+    return this.state(await this.consume(key, message, points));
   }
 
   /**
@@ -137,13 +132,8 @@ export class RateLimit {
         };
       }
     }
-    try {
-      const res = await this.limiter.consume(key, 1);
-      return { granted: 1, remaining: Math.max(0, res.remainingPoints), endsAt: Date.now() + res.msBeforeNext };
-    } catch (err) {
-      if (err instanceof RateLimiterRes) throw new RateLimited(this.state(err), message);
-      throw err;
-    }
+    const res = await this.consume(key, message, 1);
+    return { granted: 1, remaining: Math.max(0, res.remainingPoints), endsAt: Date.now() + res.msBeforeNext };
   }
 
   /** Gives points back (an attempt that turned out to be fine). */
@@ -154,6 +144,15 @@ export class RateLimit {
   /** Forgets the key's count. */
   async reset(key: string): Promise<void> {
     await this.limiter.delete(key);
+  }
+
+  private async consume(key: string, message: string, points: number): Promise<RateLimiterRes> {
+    try {
+      return await this.limiter.consume(key, points);
+    } catch (err) {
+      if (err instanceof RateLimiterRes) throw new RateLimited(this.state(err), message);
+      throw err;
+    }
   }
 
   private state(res: RateLimiterRes): LimitState {
