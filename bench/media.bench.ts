@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- media`: upload throughput of one large file through `POST /uploads/upload`
- * against a bare node:http server piping the request to disk, and the service's peak RSS growth
+ * against a bare node:http server piping the request to disk (alone, and with SHA-256 taken beside it:
+ * the ceiling of any hashing server on the machine), and the service's peak RSS growth
  * meanwhile. Every figure is measured in the same run; the ratios are what count. (The list of
  * media is `npm run bench -- list`.)
  */
