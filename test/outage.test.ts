@@ -196,10 +196,16 @@ async function expectLeaseServed(holder: { auth: string; points: number }): Prom
   expect(media.body.errors[0].extensions).toMatchObject({ code: 'UNAVAILABLE', retryAfterSeconds: 5 });
   for (let i = 1; i < holder.points; i++) {
     const res = await t.gql('{ __typename }', {}, holder.auth);
-    expect({ status: res.status, data: res.body.data }).toEqual({ status: 200, data: { __typename: 'Query' } });
+    expect({ status: res.status, data: res.body.data }).toEqual({
+      status: 200,
+      data: { __typename: 'Query' },
+    });
   }
   const refused = await t.gql('{ __typename }', {}, holder.auth);
-  expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
+  expect({ status: refused.status, code: refused.body.error?.code }).toEqual({
+    status: 503,
+    code: 'UNAVAILABLE',
+  });
 }
 
 async function waitUntilReady(): Promise<void> {

@@ -258,9 +258,9 @@ describe('a leased limit, on the store itself', () => {
     return { store, leases: new LeasedLimit(store, `too many ${name}`, maxKeys) };
   };
   const rowOf = async (key: string) =>
-    (await t.runtime.orm.em.fork().execute('select points, expire from rate_limits where key = ?', [key]))[0] as
-      | { points: number; expire: string }
-      | undefined;
+    (
+      await t.runtime.orm.em.fork().execute('select points, expire from rate_limits where key = ?', [key])
+    )[0] as { points: number; expire: string } | undefined;
 
   it('requests arriving while a lease is fetched share the fetch', async () => {
     const { store, leases } = limitOf('burst', 1000);

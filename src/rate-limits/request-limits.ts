@@ -91,7 +91,10 @@ export class RequestLimits {
       return await limit.take(key);
     } catch (err) {
       if (err instanceof RateLimited || isDatabaseUnavailable(err)) throw err;
-      this.log.warn({ err, limit: limit.limit.opts.name }, 'rate limit store unreachable; request let through');
+      this.log.warn(
+        { err, limit: limit.limit.opts.name },
+        'rate limit store unreachable; request let through',
+      );
       return null;
     }
   }
