@@ -64,7 +64,7 @@ export interface Grant {
 
 /**
  * rate-limiter-flexible's upsert (`<limit>:<key>`, points, expire), but all-or-nothing: a window
- * that has ended starts again with the lease; a live one takes it only if it fits under the limit
+ * that has ended starts again with the lease; a live one takes it only if it fits under the limit.
  * No row back means it did not fit.
  */
 const LEASE_SQL = `
