@@ -18,7 +18,7 @@ import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
 import { ChatBridgeService } from './chat-bridge.service';
 import { SupervisorGroup } from './chat-bridge.supervisor';
 import { LoginThrottle } from './chat-bridge.throttle';
-import { createHomeserver } from './homeserver';
+import { createHomeserver } from './homeserver.factory';
 
 export interface Bridge {
   service: ChatBridgeService;

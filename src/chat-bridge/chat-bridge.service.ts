@@ -19,7 +19,7 @@ import type { SecretBox } from './chat-bridge.secrets';
 import type { SupervisedState, SupervisorGroup } from './chat-bridge.supervisor';
 import type { LoginThrottle } from './chat-bridge.throttle';
 import { dendriteArgv, dendriteFiles, generateSigningKey, writeDendriteInstance } from './dendrite.config';
-import type { Homeserver } from './homeserver';
+import type { Homeserver } from './homeserver.port';
 import {
   matterbridgeArgv,
   matterbridgeFiles,

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { AppError } from '../common/errors';
-import type { Homeserver, MatrixAccount, MatrixRoom } from './homeserver';
+import type { Homeserver, MatrixAccount, MatrixRoom } from './homeserver.port';
 
 export interface MatrixHomeserverOptions {
   url: string;

@@ -21,7 +21,7 @@ import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService } from '../models/model.service';
 import { TeamService } from '../teams/team.service';
-import { createCallOriginator } from '../telephony/call-originator';
+import { createCallOriginator } from '../telephony/call-originator.factory';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 import { WebhookService } from '../webhooks/webhook.service';

@@ -1,7 +1,7 @@
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import type { Logger } from '../common/logger';
-import type { CallOriginator, OriginateCall } from './call-originator';
+import type { CallOriginator, OriginateCall } from './call-originator.port';
 import {
   EslClient,
   EslCommandError,

@@ -5,7 +5,7 @@ import type { Config } from '../config';
 import { RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { findPage, mapPage, pageSize, type Page, type PageArgs } from '../common/pagination';
-import type { CallOriginator } from './call-originator';
+import type { CallOriginator } from './call-originator.port';
 import { firstFreeValue } from './number-pool';
 import { CallRecord, NumberAssignment } from './telephony.entity';
 

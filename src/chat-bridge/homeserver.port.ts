@@ -1,6 +1,3 @@
-import type { Config } from '../config';
-import { MatrixHomeserver } from './matrix.homeserver';
-
 export interface MatrixAccount {
   userId: string;
   accessToken: string;
@@ -25,14 +22,4 @@ export interface Homeserver {
   createRoom(accessToken: string, room: { name: string; aliasLocalpart: string }): Promise<MatrixRoom>;
   /** Removes an alias the token's user created (the room itself stays). */
   deleteAlias(accessToken: string, alias: string): Promise<void>;
-}
-
-/** The configured homeserver, or null when MATRIX_HOMESERVER_URL is unset. */
-export function createHomeserver(config: Config): Homeserver | null {
-  if (!config.matrixHomeserverUrl) return null;
-  return new MatrixHomeserver({
-    url: config.matrixHomeserverUrl,
-    serverName: config.matrixServerName!,
-    registrationSharedSecret: config.matrixRegistrationSharedSecret!,
-  });
 }
