@@ -17,6 +17,11 @@ export default tseslint.config(
       'test/fixtures/**',
     ],
   },
+  {
+    // CommonJS configuration files of tools (dependency-cruiser's).
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } },
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,

@@ -11,6 +11,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { createLogger } from '../src/common/logger';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres';
 import { ormConfig } from '../src/db/orm';
+import { entities } from '../src/server/entities';
 import { writeMigrationIndex } from './migration-index';
 
 async function main() {
@@ -20,7 +21,7 @@ async function main() {
   await chmod(dir, 0o755);
   const db = await startEmbeddedPostgres(dir, createLogger('warn'));
   try {
-    const config = ormConfig({ clientUrl: db.url, migrations: true });
+    const config = ormConfig({ clientUrl: db.url, entities, migrations: true });
     const orm = await MikroORM.init({
       ...config,
       migrations: {

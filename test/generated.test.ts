@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { openOrm } from '../src/db/orm';
+import { entities } from '../src/server/entities';
 import { printAppSchema } from '../src/server/schema-printer';
 import { createTestDatabase } from './helpers/db';
 
@@ -23,7 +24,7 @@ describe('generated files are committed and current', () => {
   });
 
   it('the migrations build exactly the schema the entities describe (run `npm run migration:create`)', async () => {
-    const orm: MikroORM = await openOrm({ clientUrl: await createTestDatabase() });
+    const orm: MikroORM = await openOrm({ clientUrl: await createTestDatabase(), entities });
     try {
       const diff = await orm.getSchemaGenerator().getUpdateSchemaSQL({ wrap: false, safe: false });
       expect(diff.trim()).toBe('');

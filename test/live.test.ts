@@ -2,6 +2,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { Client as PgClient } from 'pg';
 import WebSocket from 'ws';
 import { openOrm, type Orm } from '../src/db/orm';
+import { entities } from '../src/server/entities';
 import { JobService } from '../src/jobs/job.service';
 import { startTestApp, type TestApp } from './helpers/app';
 import { deploy } from './helpers/jobs';
@@ -221,7 +222,7 @@ describe('a gap in the event connection', () => {
       await registered(app, 3);
       // The jobs move while the service's listening connection is gone and cannot come back: on
       // a connection of another process (opened before), as another worker would move them.
-      other = await openOrm({ clientUrl: app.databaseUrl });
+      other = await openOrm({ clientUrl: app.databaseUrl, entities });
       await other.em.fork().execute('select 1');
       await admin.query(`alter database ${database} allow_connections false`);
       await admin.query(

@@ -1,6 +1,6 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import type { EntityClass } from '@mikro-orm/core';
 import type { Client } from 'pg';
-import { entities } from './entities';
 import { boundedConnection, boundQueries } from './pg-bounds';
 import { installTextArrayParser } from './rows';
 
@@ -8,6 +8,8 @@ export type Orm = MikroORM;
 
 export interface OrmOptions {
   clientUrl: string;
+  /** The entity classes (src/server/entities.ts); none to only run migrations. */
+  entities?: EntityClass<unknown>[];
   /** Called with each SQL statement (tests count them to prove the absence of N+1 queries). */
   onQuery?: (sql: string) => void;
   poolMax?: number;
@@ -27,7 +29,7 @@ export function ormConfig(opts: OrmOptions): Options {
   const statementMs = opts.unboundedStatements ? 0 : timeoutMs;
   return {
     clientUrl: opts.clientUrl,
-    entities,
+    entities: opts.entities ?? [],
     ...(opts.migrations ? { migrations: migrationsConfig() } : {}),
     allowGlobalContext: false,
     forceUtcTimezone: true,

@@ -8,6 +8,7 @@ import type { Logger } from '../common/logger';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded-postgres';
 import { migrate } from '../db/migrate';
 import { databaseAnswers, openOrm, type OrmOptions } from '../db/orm';
+import { entities } from './entities';
 import { priceListGaps } from '../common/price-list';
 import { BUILTIN_MODELS, seedBuiltinModels } from '../models/model.seed';
 import { cdrRoutes } from '../telephony/cdr.routes';
@@ -71,6 +72,7 @@ export async function startRuntime(
       migrate({ databaseUrl, queryTimeoutMs: config.databaseQueryTimeoutMs }, log),
       openOrm({
         clientUrl: databaseUrl,
+        entities,
         onQuery: options.onQuery,
         queryTimeoutMs: config.databaseQueryTimeoutMs,
         migrate: false,
