@@ -3,8 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { OwnerType } from '../auth/principal';
 import type { WebhookEvent } from '../webhooks/webhook.events';
 
-/** A value a deployment gives an argument, as validated against the model's definition. */
-export type ArgValue = string | number | (string | number)[];
+import type { ArgValue } from '../models/model.command';
+
+export type { ArgValue };
 
 /**
  * A model run over media with arguments. Creating one creates its job; the model is referenced

@@ -9,7 +9,7 @@ import { isUuid } from '../common/ids';
 import { queryRows, readByIds } from '../db/rows';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { CHANNELS } from '../events/event-bus';
-import { buildArgv } from '../jobs/job.command';
+import { buildArgv } from '../models/model.command';
 import { Job, type JobInput } from '../jobs/job.entity';
 import { DISPATCH_TASK, deadlineTaskSql, jobEventSql, queuedCopySql } from '../jobs/job.queue';
 import { isTerminal } from '../jobs/job.states';

@@ -1,4 +1,4 @@
-import { splitWords } from '../jobs/job.command';
+import { splitWords } from './model.command';
 import { AppError, type ErrorDetails } from '../common/errors';
 import { MACHINE_TYPE_NAME, type MachineTypes } from '../common/machine-types';
 import { normaliseTags } from '../common/tags';

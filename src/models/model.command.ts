@@ -1,5 +1,7 @@
-import type { ArgValue } from '../deployments/deployment.entity';
-import type { ModelArgument } from '../models/model.entity';
+import type { ModelArgument } from './model.entity';
+
+/** A value given to a model argument: a file argument's value is a media id. */
+export type ArgValue = string | number | (string | number)[];
 
 export const ARGS_PLACEHOLDER = '{args}';
 export const VALUE_PLACEHOLDER = ':value';

@@ -1,5 +1,5 @@
 import type { ModelArgument } from '../models/model.entity';
-import { buildArgv, splitWords } from './job.command';
+import { buildArgv, splitWords } from './model.command';
 
 const arg = (
   name: string,
