@@ -8,20 +8,14 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import { AppError } from '../common/errors';
+import type { UserClaims } from '../users/user.service';
 
 /** Only asymmetric algorithms: a symmetric one would let anyone holding the JWKS forge tokens. */
 export const ALLOWED_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 const CLOCK_TOLERANCE_SECONDS = 60;
 
-export interface VerifiedClaims extends JWTPayload {
+export interface VerifiedClaims extends JWTPayload, UserClaims {
   sub: string;
-  preferred_username?: string;
-  nickname?: string;
-  name?: string;
-  email?: string;
-  email_verified?: boolean;
-  picture?: string;
-  phone_number?: string;
 }
 
 export interface TokenVerifier {

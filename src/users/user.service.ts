@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { VerifiedClaims } from '../auth/token-verifier';
 import { User } from './user.entity';
 
 type ProfileFields = Pick<
@@ -8,7 +7,19 @@ type ProfileFields = Pick<
   'username' | 'email' | 'emailVerified' | 'name' | 'nickname' | 'picture' | 'phoneNumber'
 >;
 
-function profileFromClaims(claims: VerifiedClaims): ProfileFields {
+/** The identity provider's claims a user is made from (verified by auth's token verifier). */
+export interface UserClaims {
+  sub: string;
+  preferred_username?: string;
+  nickname?: string;
+  name?: string;
+  email?: string;
+  email_verified?: boolean;
+  picture?: string;
+  phone_number?: string;
+}
+
+function profileFromClaims(claims: UserClaims): ProfileFields {
   const str = (v: unknown) => (typeof v === 'string' && v.length <= 1000 ? v : null);
   return {
     username: str(claims.preferred_username) ?? str(claims.nickname) ?? str(claims.email) ?? claims.sub,
@@ -25,7 +36,7 @@ function profileFromClaims(claims: VerifiedClaims): ProfileFields {
  * The claims that update each profile field of a known user: a field none of whose claims is
  * present is kept (an email alone does not rename a user; a new user falls back to it).
  */
-const SOURCES: Record<keyof ProfileFields, string[]> = {
+const SOURCES: Record<keyof ProfileFields, (keyof UserClaims)[]> = {
   username: ['preferred_username', 'nickname'],
   email: ['email'],
   emailVerified: ['email_verified'],
@@ -43,7 +54,7 @@ export class UserService {
    * Access tokens often carry few profile claims (Auth0's carry none): a field whose claims are
    * absent keeps its value, unless the claims are `complete` (an ID token's, at login).
    */
-  async upsertFromClaims(claims: VerifiedClaims, opts: { complete?: boolean } = {}): Promise<User> {
+  async upsertFromClaims(claims: UserClaims, opts: { complete?: boolean } = {}): Promise<User> {
     const em = this.orm.em.fork();
     const profile = profileFromClaims(claims);
     const existing = await em.findOne(User, { subject: claims.sub });
