@@ -49,6 +49,11 @@ export class AppError extends Error {
     this.name = 'AppError';
   }
 
+  /** Headers an HTTP answer of this error carries besides Retry-After (a rate limit's state). */
+  get headers(): Record<string, string> | undefined {
+    return undefined;
+  }
+
   static notFound(what: string): AppError {
     return new AppError('NOT_FOUND', `${what} not found`);
   }

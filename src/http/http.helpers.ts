@@ -6,7 +6,6 @@ import pinoHttp from 'pino-http';
 import { AppError, graphqlErrorExtensions, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
 import { redactUrl, type Logger } from '../common/logger';
 import type { Principal } from '../auth/principal';
-import { RateLimited, rateLimitHeaders } from '../rate-limits/rate-limiter';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
 
@@ -68,7 +67,7 @@ export function writeText(
 
 export function sendError(req: Request, res: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
-  if (error instanceof RateLimited) res.set(rateLimitHeaders(error.state));
+  if (error.headers) res.set(error.headers);
   const requestId = res.locals.requestId as string | undefined;
   const body = restErrorBody(error, requestId);
   // Refused before GraphQL ran (authentication, rate limits, an unavailable database): GraphQL

@@ -51,6 +51,10 @@ export class RateLimited extends AppError {
   ) {
     super('RATE_LIMITED', message, undefined, Math.max(1, state.resetSeconds));
   }
+
+  override get headers(): Record<string, string> {
+    return rateLimitHeaders(this.state);
+  }
 }
 
 /** What `RateLimit.lease` granted. */
