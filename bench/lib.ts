@@ -54,8 +54,9 @@ export interface Child {
 }
 
 /**
- * The Node flags `npm start` gives the service (its heap limit: docs/performance.md, "Memory"),
- * read from the package.json beside the build, so that the service is measured as it is started.
+ * The Node flags `npm start` gives the service (its heap growing factor: docs/performance.md,
+ * "Memory"), read from the package.json beside the build, so that the service is measured as it is
+ * started.
  */
 export function startFlags(root = distRoot): string[] {
   const pkg = JSON.parse(readFileSync(path.join(root, '..', 'package.json'), 'utf8')) as {
@@ -338,7 +339,7 @@ export function upload(
     let sent = 0;
     // The client refills its queue only once it has drained: waiting for 'drain' after each MiB
     // woke it once per MiB and, on a busy machine, left the server reading a half-empty socket
-    // (docs/performance.md, Media, round 4).
+    // (docs/performance-history.md, Media, round 4).
     const pump = () => {
       while (sent < size) {
         const n = Math.min(block.length, size - sent);

@@ -4,8 +4,9 @@ import { Readable, Writable } from 'node:stream';
  * A streaming `multipart/form-data` reader for uploads, written for speed: boundaries are found
  * with Buffer.indexOf (native, several GB/s) and a file's bytes go on as slices of the request's
  * own chunks, never copied. busboy's JavaScript Boyer-Moore search cost a fifth of the upload's
- * main-thread time (docs/performance.md). It keeps busboy's events and limits for the parts the
- * upload route uses: 'field', 'file', 'filesLimit', 'fieldsLimit', 'partsLimit', 'error', 'close'.
+ * main-thread time (docs/performance-history.md, "Media"). It keeps busboy's events and limits for
+ * the parts the upload route uses: 'field', 'file', 'filesLimit', 'fieldsLimit', 'partsLimit',
+ * 'error', 'close'.
  */
 export interface MultipartLimits {
   files: number;

@@ -4,9 +4,10 @@ import { Worker } from 'node:worker_threads';
  * SHA-256 of uploads on a worker thread, fed through one shared ring of bytes (a
  * SharedArrayBuffer) rather than a message per batch: a `postMessage` with a transferred buffer
  * each way per MiB was the largest item of the upload's main thread after the copy itself
- * (docs/performance.md). The request's thread appends records, `[id, length][bytes]`, and
- * publishes its position; the worker hashes them in order into one hash per upload id. Messages
- * remain only for what is rare: a digest, and "there is room again" when the ring was full.
+ * (docs/performance-history.md, "Media"). The request's thread appends records,
+ * `[id, length][bytes]`, and publishes its position; the worker hashes them in order into one
+ * hash per upload id. Messages remain only for what is rare: a digest, and "there is room again"
+ * when the ring was full.
  *
  * Control words (Int32, in their own small SharedArrayBuffer):
  * WRITE / READ: positions in [0, 2 * RING_BYTES) (the ring's offset is position % RING_BYTES;
@@ -27,13 +28,15 @@ const HEADER = 8;
 
 /**
  * All the memory hashing uses, whatever the number of uploads (the old pool held 16 x 1 MiB).
- * 4 MiB beat 8 or 16 MiB woken every 0.5-2 MiB in A/B runs (docs/performance.md).
+ * 4 MiB beat 8 or 16 MiB woken every 0.5-2 MiB in A/B runs (docs/performance-history.md,
+ * Media, rounds 3 and 4).
  */
 const RING_BYTES = 4 * 1024 * 1024;
 /**
  * A sleeping worker is woken once this much is waiting (and at each end or drop). At 64 KiB
  * (one socket read) `Atomics.notify` cost the request's thread about 40 ms per 512 MiB; at
- * 256 KiB the worker starts at most 0.25 ms of hashing later (docs/performance.md, round 4).
+ * 256 KiB the worker starts at most 0.25 ms of hashing later (docs/performance-history.md, Media,
+ * round 4).
  */
 const WAKE_BYTES = 256 * 1024;
 /** An idle worker is stopped after this long (its memory back to the system). */

@@ -67,7 +67,8 @@ const QUEUE_BYTES = 8 * 1024 * 1024;
  * Writes a stream to a file descriptor: whatever arrived while the previous write ran goes in one
  * `writev`, and the stream is paused only when the disk falls behind by QUEUE_BYTES. A
  * WriteStream behind `pipeline` paused and resumed every stage of an upload at each MiB; that
- * cost the request's thread about as much as the file writes themselves (docs/performance.md).
+ * cost the request's thread about as much as the file writes themselves
+ * (docs/performance-history.md, Media, round 3).
  */
 function writeAll(fd: number, body: Readable): Promise<void> {
   return new Promise((resolve, reject) => {
