@@ -51,15 +51,23 @@ beforeAll(async () => {
   process.env.AWS_ACCESS_KEY_ID = 'test';
   process.env.AWS_SECRET_ACCESS_KEY = 'test';
   onS3 = await startTestApp(
-    { STORAGE: 's3', S3_BUCKET: 'media', S3_ENDPOINT: s3.url, S3_REGION: 'us-east-1', LOG_LEVEL: 'silent' },
+    {
+      STORAGE: 's3',
+      S3_BUCKET: 'media',
+      S3_ENDPOINT: s3.url,
+      S3_REGION: 'us-east-1',
+      LOCAL_EXECUTOR_TRUST: 'any',
+      LOG_LEVEL: 'silent',
+    },
     { databaseUrl: t.databaseUrl, issuer: t.issuer },
   );
+  mount(onS3.config.jobsDir, '2m');
 });
 afterAll(async () => {
   await onS3?.close();
   await s3?.close();
   await t?.close();
-  for (const dir of [mediaDir, jobsDir]) if (dir) execFileSync('umount', [dir], { stdio: 'ignore' });
+  for (const dir of mounted) execFileSync('umount', [dir]);
 });
 
 const SIX_MIB = Buffer.concat([pngBytes(), Buffer.alloc(6 * MiB)]);
@@ -136,31 +144,48 @@ describe('a full media store', () => {
 });
 
 /**
- * Stands in for a full S3-compatible store: every object write is refused as the store says it
- * (`answer`), deletes succeed.
+ * Stands in for an S3-compatible store (path-style requests): it keeps objects in memory and
+ * serves them, until `full` says how it refuses writes; deletes always succeed.
  */
 class S3Peer {
-  answer = { status: 403, code: 'QuotaExceeded' };
+  full: { status: number; code: string } | null = null;
   writes = 0;
+  private readonly objects = new Map<string, Buffer>();
   private constructor(private readonly server: http.Server) {}
 
   static async start(): Promise<S3Peer> {
-    const peer: S3Peer = new S3Peer(
-      http.createServer((req, res) => {
-        req.resume();
-        req.on('end', () => {
-          if (req.method === 'DELETE') return void res.writeHead(204).end();
-          peer.writes++;
-          res
-            .writeHead(peer.answer.status, { 'content-type': 'application/xml' })
-            .end(
-              `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${peer.answer.code}</Code><Message>full</Message></Error>`,
-            );
-        });
-      }),
-    );
+    const peer: S3Peer = new S3Peer(http.createServer((req, res) => peer.answer(req, res)));
     await new Promise<void>((resolve) => peer.server.listen(0, '127.0.0.1', resolve));
     return peer;
+  }
+
+  private answer(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const key = new URL(req.url!, 'http://peer').pathname;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method === 'DELETE') {
+        this.objects.delete(key);
+        return void res.writeHead(204).end();
+      }
+      if (req.method === 'GET') {
+        const object = this.objects.get(key);
+        if (object) return void res.writeHead(200, { 'content-length': object.length }).end(object);
+        return void this.error(res, 404, 'NoSuchKey');
+      }
+      this.writes++;
+      if (this.full) return void this.error(res, this.full.status, this.full.code);
+      this.objects.set(key, Buffer.concat(chunks));
+      res.writeHead(200, { etag: '"1"' }).end();
+    });
+  }
+
+  private error(res: http.ServerResponse, status: number, code: string): void {
+    res
+      .writeHead(status, { 'content-type': 'application/xml' })
+      .end(
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code}</Message></Error>`,
+      );
   }
 
   get url(): string {
@@ -178,7 +203,7 @@ describe('a full S3 store', () => {
     ['a bucket quota (Ceph: 403 QuotaExceeded)', 403, 'QuotaExceeded'],
     ['a full server (MinIO: 507 XMinioStorageFull)', 507, 'XMinioStorageFull'],
   ])('%s answers an upload 507 INSUFFICIENT_STORAGE and keeps no row', async (_what, status, code) => {
-    s3.answer = { status, code };
+    s3.full = { status, code };
     const writes = s3.writes;
     const rows = await onS3.runtime.orm.em.fork().count(MediaAsset, {});
     const res = await uploadFile(onS3, alice, pngBytes());
@@ -188,5 +213,22 @@ describe('a full S3 store', () => {
     expect(await onS3.runtime.orm.em.fork().count(MediaAsset, {})).toBe(rows);
     const text = await onS3.runtime.metrics.registry.getSingleMetricAsString('storage_free_bytes');
     expect(sample(text, 'storage_free_bytes', { store: 'media' })).toBeUndefined();
+  });
+});
+
+describe('a full JOBS_DIR', () => {
+  it('fails a job whose input cannot be staged there, saying so', async () => {
+    s3.full = null;
+    // Inputs are staged into the job's directory when storage is not this machine's disk.
+    const input = await uploadFile(onS3, alice, Buffer.concat([pngBytes(), Buffer.alloc(2 * MiB)]));
+    expect(input.status).toBe(200);
+    writeFileSync(path.join(onS3.config.jobsDir, 'filler'), Buffer.alloc(1 * MiB));
+    const model = await programModel(onS3, alice, 'argv', {
+      args: { f: { type: 'file', format: ':value' } },
+    });
+    const { jobId } = await deploy(onS3, alice, model, { f: input.body.media.id });
+    const job = await waitForJob(onS3, alice, jobId);
+    expect(job.status.toLowerCase()).toBe('failed');
+    expect(job.error).toMatch(/the jobs directory \(JOBS_DIR\) is full/);
   });
 });
