@@ -49,7 +49,18 @@ function operationName(document: DocumentNode): string {
   return op.name.value;
 }
 
-function operation(doc: RouteDoc & Partial<ApiDoc>, operationId: string): Record<string, unknown> {
+/** The Server Object of the chat bridge's listener, which its operations name as their own. */
+const bridgeServer = (bridgeUrl: string) => ({
+  url: '{bridge_url}',
+  description: 'the chat bridge (BRIDGE_PORT)',
+  variables: { bridge_url: { default: bridgeUrl } },
+});
+
+function operation(
+  doc: RouteDoc & Partial<ApiDoc>,
+  operationId: string,
+  bridge: Record<string, unknown>,
+): Record<string, unknown> {
   const { names } = openApiPath(doc.path);
   const parameters = [
     ...names.map((name) => ({ name, in: 'path', required: true, schema: string })),
@@ -116,17 +127,27 @@ function operation(doc: RouteDoc & Partial<ApiDoc>, operationId: string): Record
       '5XX': { $ref: '#/components/responses/Error' },
     },
     ...(doc.security ? { security: SECURITY[doc.security] } : {}),
-    ...(doc.bridge ? { servers: [{ url: '{bridge_url}' }] } : {}),
+    // Its own server, variables included: OpenAPI substitutes only those it defines.
+    ...(doc.bridge ? { servers: [bridge] } : {}),
   };
 }
 
 /** The part of the path that names the resource: `/api/v1/models/:id/like` -> `models`. */
 function tagOf(doc: RouteDoc & Partial<ApiDoc>): string {
+  if (doc.tag) return doc.tag;
   if (doc.bridge) return 'chat bridge';
   const parts = doc.path.split('/').filter(Boolean);
-  if (parts[0] !== 'api') return parts[0];
-  if (parts[1] === 'v2' && parts[2] !== 'auth') return 'telephony';
-  return parts[2] === 'fetch-metadata' ? 'auth' : parts[2];
+  const tag =
+    parts[0] !== 'api'
+      ? parts[0]
+      : parts[1] === 'v2' && parts[2] !== 'auth'
+        ? 'telephony'
+        : parts[2] === 'fetch-metadata'
+          ? 'auth'
+          : parts[2];
+  // A tag is a string (OpenAPI); a path too short to name its resource says its tag.
+  if (!tag) throw new Error(`${doc.method.toUpperCase()} ${doc.path}: give it a tag`);
+  return tag;
 }
 
 /**
@@ -135,11 +156,12 @@ function tagOf(doc: RouteDoc & Partial<ApiDoc>): string {
  */
 export function openApiDocument(opts: OpenApiOptions): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const bridge = bridgeServer(opts.bridgeUrl);
   const add = (doc: RouteDoc & Partial<ApiDoc>, operationId: string) => {
     const { path } = openApiPath(doc.path);
     const item = (paths[path] ??= {});
     if (item[doc.method]) throw new Error(`${doc.method.toUpperCase()} ${doc.path} is documented twice`);
-    item[doc.method] = operation(doc, operationId);
+    item[doc.method] = operation(doc, operationId, bridge);
   };
   for (const r of opts.routes) add(r, operationName(r.document as DocumentNode));
   for (const d of opts.others) add(d, d.operationId);
@@ -155,15 +177,12 @@ export function openApiDocument(opts: OpenApiOptions): Record<string, unknown> {
         `Bodies are \`application/json\` or \`${VERSIONED_JSON}\` (answered in that type when ` +
         '`Accept` asks for it).',
     },
+    // The API's; the chat bridge's operations name their own (a server listed here would be
+    // offered for every path).
     servers: [
       {
         url: '{base_url}',
         variables: { base_url: { default: opts.publicUrl, description: 'the API (PUBLIC_URL)' } },
-      },
-      {
-        url: '{bridge_url}',
-        description: 'the chat bridge (BRIDGE_PORT); only its paths',
-        variables: { bridge_url: { default: opts.bridgeUrl } },
       },
     ],
     security: [{ bearer: [] }, { apiKey: [] }],

@@ -60,6 +60,8 @@ export interface ApiDoc extends RouteDoc {
   security?: 'none' | 'session' | 'cdr' | 'bridge';
   /** Served by the chat bridge's listener (`{bridge_url}`), not the API's. */
   bridge?: boolean;
+  /** Its group in the document; by default the resource its path names (openapi.ts `tagOf`). */
+  tag?: string;
   /** A body that is not JSON (an OpenAPI Request Body Object). */
   requestBody?: Record<string, unknown>;
   /** Answers besides the JSON success: redirects, files (OpenAPI Response Objects by status). */

@@ -1,4 +1,5 @@
 import { createClient, type Client } from 'graphql-ws';
+import request from 'supertest';
 import WebSocket from 'ws';
 import { startTestApp, type TestApp } from './helpers/app';
 import { BUILTIN } from './helpers/jobs';
@@ -250,5 +251,100 @@ describe('list inputs', () => {
     });
     const unchanged = await t.http().get(`/api/v1/models/${model.body.id}`).set('authorization', alice);
     expect(unchanged.body.tags).toEqual(['x']);
+  });
+});
+
+describe('deeply nested JSON', () => {
+  /** `{"a":{"a":...}}`, 100,000 levels: about 500 KB, under the body limit. */
+  const DEEP = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+  const refused = (res: { status: number; body: { error?: { code?: string } } }) => {
+    expect(res.status).toBe(400);
+    expect(res.body.error?.code).toBe('VALIDATION_FAILED');
+  };
+
+  it.each([
+    ['POST', '/api/v1/tokens'],
+    ['POST', '/api/v1/teams'],
+    ['POST', '/api/v1/models'],
+    ['POST', '/api/v1/deployments'],
+    ['PUT', '/api/v1/media/:id'],
+  ])('%s %s answers 400 VALIDATION_FAILED, whichever body reader reads it', async (method, route) => {
+    const before = await teamNames();
+    const url = route.replace(':id', (await uploadFile(t, alice, pngBytes())).body.media.id as string);
+    for (const type of ['application/json', 'application/service.rest.v1+json']) {
+      const res = await t
+        .http()
+        [method === 'PUT' ? 'put' : 'post'](url)
+        .set('authorization', alice)
+        .set('content-type', type)
+        .send(DEEP);
+      refused(res);
+      expect(res.body.error.details).toEqual({ body: expect.stringMatching(/deeper than 64 levels/) });
+    }
+    expect(await teamNames()).toEqual(before);
+  });
+
+  it.each(['/api/v1/matrix/user', '/api/v1/matrix/user/login'])(
+    'the chat bridge’s POST %s answers 400 VALIDATION_FAILED',
+    async (route) => {
+      const res = await request(t.bridgeUrl!).post(route).set('content-type', 'application/json').send(DEEP);
+      refused(res);
+    },
+  );
+
+  it('is refused in GraphQL variables, over HTTP and websockets', async () => {
+    const query = 'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id } }';
+    // Written out by hand: JSON.stringify itself cannot nest so deep.
+    const operation = `{"query":${JSON.stringify(query)},"variables":{"input":{"name":"deep","modelId":"${BUILTIN.wordcount}","args":${DEEP}}}}`;
+    const http = await t
+      .http()
+      .post('/graphql')
+      .set('authorization', alice)
+      .set('content-type', 'application/json')
+      .send(operation);
+    expect(http.status).toBe(400);
+    expect(http.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
+    const multipart = await t
+      .http()
+      .post('/graphql')
+      .set('authorization', alice)
+      .set('apollo-require-preflight', 'true')
+      .field('operations', operation)
+      .field('map', '{}');
+    expect(multipart.status).toBe(400);
+    expect(JSON.stringify(multipart.body)).toMatch(/VALIDATION_FAILED/);
+
+    const socket = new WebSocket(`ws://127.0.0.1:${t.port}/graphql`, 'graphql-transport-ws');
+    const messages: { type: string; payload?: unknown }[] = [];
+    const answer = new Promise<{ type: string; payload?: unknown }>((resolve, reject) => {
+      socket.on('message', (data) => {
+        const message = JSON.parse(String(data)) as { type: string; payload?: unknown };
+        messages.push(message);
+        if (message.type === 'connection_ack')
+          socket.send(`{"id":"1","type":"subscribe","payload":${operation}}`);
+        else resolve(message);
+      });
+      socket.on('close', (code, reason) => reject(new Error(`closed ${code} ${String(reason)}`)));
+    });
+    socket.on('open', () =>
+      socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: alice } })),
+    );
+    const message = await answer.finally(() => socket.close());
+    expect(message.type).toBe('error');
+    expect((message.payload as { extensions: { code: string } }[])[0].extensions.code).toBe(
+      'VALIDATION_FAILED',
+    );
+  });
+
+  it('is refused in a websocket’s connection parameters', async () => {
+    const closed = await new Promise<{ code: number; reason: string }>((resolve) => {
+      const socket = new WebSocket(`ws://127.0.0.1:${t.port}/graphql`, 'graphql-transport-ws');
+      socket.on('open', () =>
+        socket.send(`{"type":"connection_init","payload":{"authorization":"${alice}","deep":${DEEP}}}`),
+      );
+      socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+    expect(closed.code).toBe(4400);
+    expect(closed.reason).toMatch(/deeper than 64 levels/);
   });
 });

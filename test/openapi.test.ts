@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+// The official OpenAPI 3.1 schema (spec.openapis.org/oas/3.1/schema), as the package ships it.
+import openApi31Schema from '@seriousme/openapi-schema-validator/schemas/v3.1/schema.json';
 import type { TestApp } from './helpers/app';
 import { EslPeer } from './helpers/esl-peer';
 import { BUILTIN, waitForJob } from './helpers/jobs';
@@ -243,6 +245,74 @@ describe('GET /api/openapi.json', () => {
     };
     visit(doc.paths);
     expect(schemas).toBeGreaterThan(50);
+  });
+
+  it('is valid against the official OpenAPI 3.1 schema', () => {
+    const official = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(official);
+    // RFC 9110's media ranges (content map keys); any string the spec allows there passes.
+    official.addFormat('media-range', true);
+    const validate = official.compile(openApi31Schema);
+    const valid = validate(doc);
+    expect(valid ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.message}`)).toEqual([]);
+  });
+
+  it('keeps the rules of the specification that its schema cannot express', () => {
+    const problems: string[] = [];
+    const operationIds = new Set<string>();
+    const templates = new Map<string, string>();
+    type Parameter = { name: string; in: string };
+    type Server = { url: string; variables?: Record<string, unknown> };
+    const checkServers = (servers: Server[] | undefined, where: string) => {
+      for (const server of servers ?? [])
+        for (const [, name] of server.url.matchAll(/\{(\w+)\}/g))
+          if (!server.variables?.[name])
+            problems.push(`${where}: server ${server.url} does not define ${name}`);
+    };
+    checkServers((doc as unknown as { servers: Server[] }).servers, 'document');
+    for (const [template, item] of Object.entries(doc.paths)) {
+      // Templated paths that differ only in their parameters' names are the same path.
+      const shape = template.replace(/\{\w+\}/g, '{}');
+      if (templates.has(shape)) problems.push(`${template} and ${templates.get(shape)} are the same path`);
+      templates.set(shape, template);
+      const names = [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      for (const [method, op] of Object.entries(item)) {
+        const where = `${method.toUpperCase()} ${template}`;
+        const o = op as Operation & { parameters?: Parameter[]; servers?: Server[] };
+        if (operationIds.has(o.operationId)) problems.push(`${where}: operationId ${o.operationId} repeated`);
+        operationIds.add(o.operationId);
+        const inPath = (o.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name);
+        if (inPath.sort().join() !== [...names].sort().join())
+          problems.push(`${where}: path parameters ${inPath.join()} are not the template's ${names.join()}`);
+        const keys = (o.parameters ?? []).map(
+          (p) => `${p.in} ${p.in === 'header' ? p.name.toLowerCase() : p.name}`,
+        );
+        if (new Set(keys).size !== keys.length) problems.push(`${where}: a parameter is listed twice`);
+        for (const p of o.parameters ?? [])
+          if (p.in === 'header' && /^(accept|content-type|authorization)$/i.test(p.name))
+            problems.push(`${where}: header parameter ${p.name} is ignored by OpenAPI`);
+        checkServers(o.servers, where);
+      }
+    }
+    // Every reference resolves inside the document.
+    const visit = (node: unknown, at: string) => {
+      if (!node || typeof node !== 'object') return;
+      for (const [k, v] of Object.entries(node)) {
+        if (k === '$ref' && typeof v === 'string') {
+          const target = v
+            .replace(/^#\//, '')
+            .split('/')
+            .reduce<unknown>(
+              (n, part) =>
+                (n as Record<string, unknown> | undefined)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')],
+              doc,
+            );
+          if (target === undefined) problems.push(`${at}: $ref ${v} does not resolve`);
+        } else visit(v, `${at}/${k}`);
+      }
+    };
+    visit(doc, '');
+    expect(problems).toEqual([]);
   });
 
   it('names the security schemes: bearer and the API key header', () => {

@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'BAD_GATEWAY'
   | 'UNAVAILABLE'
+  | 'INSUFFICIENT_STORAGE'
   | 'INTERNAL';
 
 const httpStatus: Record<ErrorCode, number> = {
@@ -29,6 +30,7 @@ const httpStatus: Record<ErrorCode, number> = {
   INTERNAL: 500,
   BAD_GATEWAY: 502,
   UNAVAILABLE: 503,
+  INSUFFICIENT_STORAGE: 507,
 };
 
 /** Every code, in the order of their statuses (the OpenAPI document lists them). */

@@ -5,6 +5,7 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler, t
 import pinoHttp from 'pino-http';
 import { AppError, graphqlErrorExtensions, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
 import { redactUrl, type Logger } from '../common/logger';
+import { tooDeep } from './http.json-body';
 import type { Principal } from '../auth/principal';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
@@ -194,9 +195,10 @@ function principalOf(p: Principal) {
   };
 }
 
-/** Parses JSON bodies (both accepted content types) up to `maxBodyBytes`. */
+/** Parses JSON bodies (both accepted content types) up to `maxBodyBytes` and MAX_JSON_DEPTH. */
 export function jsonBodies(maxBodyBytes: number): RequestHandler {
-  return express.json({ limit: maxBodyBytes, type: JSON_TYPES });
+  const parse = express.json({ limit: maxBodyBytes, type: JSON_TYPES });
+  return (req, res, next) => parse(req, res, (err?: unknown) => next(err ?? tooDeep(req.body)));
 }
 
 export function noRoute(): RequestHandler {

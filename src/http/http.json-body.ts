@@ -1,10 +1,20 @@
 import type { RequestHandler } from 'express';
+import { AppError } from '../common/errors';
+import { nestsTooDeep, TOO_DEEP } from '../common/json-depth';
 
 const PLAIN_JSON = /^application\/json\s*(;\s*charset=utf-8\s*)?$/i;
 
 /** An error the app's error handler reads as body-parser's (by `status` and `type`). */
 function bodyError(status: number, type: string, message: string): Error {
   return Object.assign(new Error(message), { status, type });
+}
+
+/**
+ * The one depth check of a JSON body, where it is read (both readers, and the multipart
+ * `operations` of GraphQL): whatever walks it later may recurse.
+ */
+export function tooDeep(body: unknown, name = 'body'): AppError | undefined {
+  return nestsTooDeep(body) ? AppError.validation({ [name]: TOO_DEEP }) : undefined;
 }
 
 /**
@@ -54,7 +64,7 @@ export function plainJsonBodies(maxBodyBytes: number, fallback: RequestHandler):
       } catch (err) {
         return done(bodyError(400, 'entity.parse.failed', (err as Error).message));
       }
-      done();
+      done(tooDeep(req.body));
     };
     const onError = (err: Error) => done(bodyError(400, 'request.aborted', err.message));
     const onAborted = () => done(bodyError(400, 'request.aborted', 'request aborted'));

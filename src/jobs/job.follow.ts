@@ -6,6 +6,7 @@ import type { Logger } from '../common/logger';
 import type { DeploymentService } from '../deployments/deployment.service';
 import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
+import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
 import type { Job, JobOutput } from './job.entity';
 import { stageInputs, storeOutputs } from './job.files';
 import { JobLog, type LogLine } from './job.log';
@@ -168,7 +169,9 @@ export class JobFollow implements JobObserver {
       if (executor.detached) writeFileSync(path.join(this.workDir, SUBMITTED_MARK), '');
       await this.submitted(await executor.submit(this.spec(), this));
     } catch (err) {
-      await this.failEarly(err);
+      // No room for its directory or its inputs: the job fails saying so, not with an errno.
+      const jobsDir = path.dirname(this.workDir);
+      await this.failEarly(isOutOfSpace(err) ? new StoreFull('jobs', await freeBytes(jobsDir)) : err);
     }
   }
 

@@ -9,6 +9,7 @@ import type { Page, PageArgs } from '../common/pagination';
 import { sqlPage } from '../db/sql-page';
 import { normaliseTags } from '../common/tags';
 import type { ByteRange, Storage } from '../storage/storage.port';
+import { StoreFull } from '../storage/storage.space';
 import { MediaAsset, storageKey, type MediaType } from './media.entity';
 import { interrupted, Meter } from './media.meter';
 import { sanitiseFileName, sanitiseRelativePath, sniff, SNIFF_BYTES } from './media.sniff';
@@ -160,6 +161,12 @@ export class MediaService {
       if (failed)
         await this.discard(failed).catch((e) =>
           this.log.error({ err: e, id: failed.id }, 'upload cleanup failed'),
+        );
+      // Not a bug but an operator's matter: said at warn, with the room that is left.
+      if (err instanceof StoreFull)
+        this.log.warn(
+          { store: err.store, freeBytes: err.freeBytes, jobId: job?.jobId },
+          `${err.store} store full: a file was refused`,
         );
       throw cause instanceof AppError ? cause : sourceError ? interrupted(sourceError) : err;
     }

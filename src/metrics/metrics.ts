@@ -7,6 +7,8 @@ export interface MetricSources {
   orm: MikroORM;
   /** The worker of this process: its id (jobs it holds) and its slots. */
   worker?: () => { instanceId: string; executor: string; slots: number } | null;
+  /** Bytes free per store (`media`, `jobs`), read when scraped; null: the store cannot tell. */
+  freeSpace?: Record<string, () => Promise<number | null>>;
 }
 
 /** Seconds, from a few milliseconds (in-process answers) to minutes (long uploads). */
@@ -91,6 +93,7 @@ export class Metrics {
   ) {
     collectDefaultMetrics({ register: this.registry });
     this.databaseGauges();
+    this.storageGauges();
   }
 
   /** An operation name as a label: bounded, since clients choose the names. */
@@ -105,6 +108,23 @@ export class Metrics {
   /** The exposition text and its content type. */
   async scrape(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private storageGauges(): void {
+    const stores = Object.entries(this.sources.freeSpace ?? {});
+    new Gauge({
+      name: 'storage_free_bytes',
+      help: 'Bytes free in each store on local disk (media: DATA_DIR/media; jobs: JOBS_DIR); none for S3',
+      labelNames: ['store'] as const,
+      registers: [this.registry],
+      collect: async function () {
+        this.reset();
+        for (const [store, free] of stores) {
+          const bytes = await free();
+          if (bytes !== null) this.set({ store }, bytes);
+        }
+      },
+    });
   }
 
   private databaseGauges(): void {

@@ -33,12 +33,13 @@ import { loginRoutes } from '../auth/login.routes';
 import type { Principal } from '../auth/principal';
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
+import { nestsTooDeep, TOO_DEEP } from '../common/json-depth';
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
 import type { RequestContext } from '../graphql/graphql.context';
 import { cors } from '../http/http.cors';
 import { fastLane } from '../http/http.lane';
-import { plainJsonBodies } from '../http/http.json-body';
+import { plainJsonBodies, tooDeep } from '../http/http.json-body';
 import { graphiqlRoutes } from './graphiql';
 import { openApiRoutes } from './openapi.route';
 import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
@@ -321,7 +322,9 @@ export async function createApp({
     if (!req.is('multipart/form-data')) return next();
     // Refuse before reading a byte of a file nobody may upload.
     if (!res.locals.principal) return next(new AppError('UNAUTHENTICATED', 'authentication required'));
-    uploadLimit(req, res, (err?: unknown) => (err ? next(err) : graphqlUploads(req, res, next)));
+    uploadLimit(req, res, (err?: unknown) =>
+      err ? next(err) : graphqlUploads(req, res, (e?: unknown) => next(e ?? tooDeep(req.body))),
+    );
   });
   app.use('/graphql', direct.handler);
   const apolloHandler = expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, res) });
@@ -405,8 +408,11 @@ export async function createApp({
         if (Symbol.asyncIterator in Object(result)) subscriptions.opened(ctx, id);
       },
       onComplete: (ctx, id) => subscriptions.completed(ctx, id),
-      // Each operation over a socket spends the allowance like a request does.
-      onSubscribe: async (ctx) => {
+      // Each operation over a socket spends the allowance like a request does. Its payload is
+      // a body read: the same depth check first.
+      onSubscribe: async (ctx, _id, payload) => {
+        const deep = tooDeep(payload, 'payload');
+        if (deep) return [new GraphQLError(deep.message, { originalError: deep })];
         const refused = await limits.subscription(
           ctx.extra.principal ?? null,
           ctx.extra.request.socket.remoteAddress,
@@ -414,6 +420,10 @@ export async function createApp({
         return refused ? [refused] : undefined;
       },
       onConnect: async (ctx) => {
+        if (nestsTooDeep(ctx.connectionParams)) {
+          ctx.extra.socket.close(4400, `connection parameters ${TOO_DEEP}`);
+          return false;
+        }
         // Header names are case-insensitive; GraphiQL sends its headers pane as typed.
         const params = Object.fromEntries(
           Object.entries(ctx.connectionParams ?? {}).map(([k, v]) => [k.toLowerCase(), v]),

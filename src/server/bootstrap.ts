@@ -20,6 +20,7 @@ import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
 import { createApp, type App } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
+import { freeBytes } from '../storage/storage.space';
 import type { TaskRunner } from '../tasks/task.runner';
 import { workerTasks } from './worker-tasks';
 
@@ -86,9 +87,11 @@ export async function startRuntime(
     bus = new EventBus(databaseUrl, log, config.databaseQueryTimeoutMs);
     await bus.start();
     const ormOpen = orm;
+    const storage = await createStorage(config, log);
     const metrics = new Metrics(
       {
         orm,
+        freeSpace: { media: () => storage.freeBytes(), jobs: () => freeBytes(config.jobsDir) },
         worker: () =>
           runner
             ? {
@@ -138,7 +141,6 @@ export async function startRuntime(
         'OIDC_ISSUER is unset: using the built-in development identity provider (not for production)',
       );
     }
-    const storage = await createStorage(config, log);
     const services = createServices({ config, orm, verifier, storage, bus, log, metrics });
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
     const app = await createApp({ config, log, orm, services, publicRoutes, metrics });

@@ -17,6 +17,7 @@ const serviceDocs: ApiDoc[] = [
     path: '/healthz',
     operationId: 'Health',
     summary: 'Answers while the process is alive',
+    tag: 'service',
     security: 'none',
     response: object({ status: enumOf(['ok']) }),
   },
@@ -25,6 +26,7 @@ const serviceDocs: ApiDoc[] = [
     path: '/readyz',
     operationId: 'Ready',
     summary: 'Answers 200 while the database is reachable, 503 `UNAVAILABLE` otherwise',
+    tag: 'service',
     security: 'none',
     response: object({ status: enumOf(['ready']) }),
   },
@@ -33,6 +35,7 @@ const serviceDocs: ApiDoc[] = [
     path: '/api/openapi.json',
     operationId: 'OpenApi',
     summary: 'This document',
+    tag: 'service',
     security: 'none',
     response: {
       type: 'object',

@@ -3,6 +3,7 @@ import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { finished, type Readable } from 'node:stream';
 import type { ByteRange, Storage } from './storage.port';
+import { freeBytes, isOutOfSpace, StoreFull } from './storage.space';
 
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
 
@@ -35,8 +36,12 @@ export class LocalStorage implements Storage {
       await handle?.close().catch(() => undefined);
       // Only what this write created is removed; an existing file (EEXIST) is not ours.
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') await rm(file, { force: true });
-      throw err;
+      throw isOutOfSpace(err) ? new StoreFull('media', await this.freeBytes()) : err;
     }
+  }
+
+  freeBytes(): Promise<number | null> {
+    return freeBytes(this.dir);
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable | null> {

@@ -9,6 +9,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import type { Logger } from '../common/logger';
 import type { ByteRange, Storage } from './storage.port';
+import { isOutOfSpace, StoreFull } from './storage.space';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -47,6 +48,10 @@ export class S3Storage implements Storage {
     return null;
   }
 
+  async freeBytes(): Promise<null> {
+    return null;
+  }
+
   async write(key: string, body: Readable, contentType: string): Promise<void> {
     // Multipart upload in 8 MiB parts, at most 2 in flight: memory stays bounded whatever the size.
     const upload = new Upload({
@@ -71,7 +76,8 @@ export class S3Storage implements Storage {
       // An abort that fails leaves parts behind: the bucket's lifecycle rule removes them (docs/media.md).
       await upload.abort().catch((e) => this.log?.warn({ err: e, key }, 'S3 multipart upload not aborted'));
       await this.delete(key).catch(() => undefined);
-      throw err;
+      // A bucket quota or a full server: how much room is left is not S3's to say.
+      throw isOutOfSpace(err) ? new StoreFull('media', null) : err;
     }
   }
 

@@ -12,7 +12,10 @@ export interface ByteRange {
  */
 export interface Storage {
   readonly kind: 'local' | 's3';
-  /** Streams `body` into `key`. Rejects when `body` fails, and then leaves nothing under `key`. */
+  /**
+   * Streams `body` into `key`. Rejects when `body` fails, and then leaves nothing under `key`;
+   * with StoreFull (storage.space.ts) when the store has no room.
+   */
   write(key: string, body: Readable, contentType: string): Promise<void>;
   /** The object's bytes (or one range of them); null when there is no such object. */
   read(key: string, range?: ByteRange): Promise<Readable | null>;
@@ -20,4 +23,6 @@ export interface Storage {
   delete(key: string): Promise<void>;
   /** Where a process on this machine can read the object, when the adapter has such a path. */
   localPath(key: string): string | null;
+  /** Bytes still free in the store, where it can tell (a local file system); null otherwise. */
+  freeBytes(): Promise<number | null>;
 }
