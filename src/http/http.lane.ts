@@ -22,7 +22,7 @@ export interface LaneOptions {
 }
 
 /** A request with a body goes the generic way (its body parser has a say in the answer). */
-export function hasBody(req: IncomingMessage): boolean {
+function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 

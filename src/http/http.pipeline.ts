@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Express, RequestHandler, Router } from 'express';
-import { fastLane, hasBody, type LaneHandler, type LaneOptions } from './http.lane';
+import { fastLane, type LaneHandler, type LaneOptions } from './http.lane';
 
 /**
  * A middleware that passes requests on: it runs on the generic stack and on every lane its
@@ -13,7 +13,10 @@ export interface Stage {
   paths?: string[];
   /** Only requests of these methods meet it; a lane of another method leaves it out. */
   methods?: ('GET' | 'POST')[];
-  /** Only requests with a body meet it; a `GET` lane (which takes none) leaves it out. */
+  /**
+   * It passes a request without a body on as the lane leaves it (`req.body` undefined), so a
+   * `GET` lane (which takes none) leaves it out. The generic stack runs it on every request.
+   */
   withBody?: boolean;
 }
 
@@ -45,14 +48,14 @@ function isStage(step: PipelineStep): step is Stage {
   return 'stage' in step;
 }
 
-/** The stage as the generic stack runs it: its method and body filters applied. */
-function filtered({ handle, methods, withBody }: Stage): RequestHandler {
-  if (!methods && !withBody) return handle;
-  return (req, res, next) => {
-    if ((methods && !(methods as string[]).includes(req.method)) || (withBody && !hasBody(req)))
-      return next();
-    return handle(req, res, next);
-  };
+/**
+ * The stage as the generic stack runs it: its method filter applied. (`withBody` is the stage's
+ * own promise, not applied here: body-parser marks `req.body` on every request, which Apollo's
+ * Express integration checks for, as the lane sets it.)
+ */
+function filtered({ handle, methods }: Stage): RequestHandler {
+  if (!methods) return handle;
+  return (req, res, next) => ((methods as string[]).includes(req.method) ? handle(req, res, next) : next());
 }
 
 /** Whether Express's mount at `mount` sees `path` (by segment, in any case). */
