@@ -103,6 +103,7 @@ export function appPipeline({
       paths: API_PATHS,
     },
     { stage: 'rate limit', handle: limits.requestMiddleware(), paths: API_PATHS },
+    // A route that passes on, not a stage: it guards that exact path (no lane takes it).
     { routes: 'upload allowance', handle: Router().post('/uploads/upload', uploadLimit) },
     // A repeated request (Idempotency-Key) still spends the allowance, but makes nothing new.
     {
