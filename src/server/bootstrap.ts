@@ -17,7 +17,7 @@ import { createExecutor } from '../executors/executor.factory';
 import type { JobRunner } from '../jobs/job.runner';
 import { Metrics } from '../metrics/metrics';
 import { metricsServer, type MetricsServer } from '../metrics/metrics.server';
-import { createApp, type App } from './app';
+import { createApp, type App, type AppDeps } from './app';
 import { createServices, type Services } from './services';
 import { createStorage } from '../storage/storage.factory';
 import { freeBytes } from '../storage/storage.space';
@@ -46,6 +46,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   /** Sees every SQL statement (tests count them). */
   onQuery?: OrmOptions['onQuery'];
+  /** Changes the app's declared HTTP pipeline (tests add a stage). */
+  editPipeline?: AppDeps['editPipeline'];
 }
 
 /** Starts everything the configuration asks for; listening is left to the caller. */
@@ -143,7 +145,15 @@ export async function startRuntime(
     }
     const services = createServices({ config, orm, verifier, storage, bus, log, metrics });
     publicRoutes.push({ path: '/api/v2/cdr', router: cdrRoutes(config, services.telephony) });
-    const app = await createApp({ config, log, orm, services, publicRoutes, metrics });
+    const app = await createApp({
+      config,
+      log,
+      orm,
+      services,
+      publicRoutes,
+      metrics,
+      editPipeline: options.editPipeline,
+    });
     const sweeper = config.roles.includes('worker') ? startSweeper(services, log) : undefined;
     if (config.roles.includes('worker')) {
       // Loaded by the worker role alone: graphile-worker's runner is heap an API process would keep for nothing.

@@ -5,7 +5,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/common/logger';
-import { startRuntime, type Runtime } from '../../src/server/bootstrap';
+import { startRuntime, type Runtime, type RuntimeOptions } from '../../src/server/bootstrap';
 import { createTestDatabase } from './db';
 import { TestIssuer } from './oidc-issuer';
 
@@ -36,6 +36,8 @@ export async function startTestApp(
     onQuery?: (sql: string) => void;
     /** Where the service logs (the tests of log lines read them). */
     log?: Logger;
+    /** Changes the app's declared HTTP pipeline (test/http-pipeline.test.ts). */
+    editPipeline?: RuntimeOptions['editPipeline'];
   } = {},
 ): Promise<TestApp> {
   const issuer = opts.issuer ?? (await TestIssuer.start());
@@ -60,7 +62,10 @@ export async function startTestApp(
     ...env,
   });
   const log = opts.log ?? createLogger(config.logLevel, { apiKeyHeader: config.apiKeyHeader });
-  const runtime = await startRuntime(config, log, { onQuery: opts.onQuery });
+  const runtime = await startRuntime(config, log, {
+    onQuery: opts.onQuery,
+    editPipeline: opts.editPipeline,
+  });
   const port = await runtime.app.listen(config.port, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const bridgePort = await runtime.bridge?.listen(0, '127.0.0.1');

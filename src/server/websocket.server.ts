@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import { execute, GraphQLError, specifiedRules, subscribe, validate, type GraphQLSchema } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { Credentials } from '../auth/authenticator';
+import type { Principal } from '../auth/principal';
+import { AppError } from '../common/errors';
+import { nestsTooDeep, TOO_DEEP } from '../common/json-depth';
+import type { Logger } from '../common/logger';
+import type { Config } from '../config';
+import type { RequestContext } from '../graphql/graphql.context';
+import { Loaders } from '../graphql/graphql.loaders';
+import { tooDeep } from '../http/http.json-body';
+import type { Metrics } from '../metrics/metrics';
+import { subscriptionGauge } from '../metrics/metrics.http';
+import type { RequestLimits } from '../rate-limits/request-limits';
+import { inputError, type GraphqlServer } from './graphql.server';
+import type { Services } from './services';
+
+export interface WebSocketDeps {
+  config: Config;
+  log: Logger;
+  services: Services;
+  metrics: Metrics;
+  schema: GraphQLSchema;
+  limits: RequestLimits;
+  /** The HTTP side's limits and error formatting, which sockets share. */
+  graphql: Pick<GraphqlServer, 'validationRules' | 'formatError'>;
+}
+
+/**
+ * Subscriptions over graphql-ws on the server's `/graphql`; credentials come in
+ * connectionParams. `close` ends every socket (1001) and waits for their operations.
+ */
+export function graphqlWebSockets(
+  server: http.Server,
+  {
+    config,
+    log,
+    services,
+    metrics,
+    schema,
+    limits,
+    graphql: { validationRules, formatError },
+  }: WebSocketDeps,
+): { close(): Promise<void> } {
+  const wss = new WebSocketServer({ server, path: '/graphql' });
+  const subscriptions = subscriptionGauge(metrics);
+  const cleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
+    {
+      schema,
+      // The same limits and error shapes as over HTTP.
+      validate: (s, doc) => validate(s, doc, [...specifiedRules, ...validationRules]),
+      execute: (args) => {
+        const error = inputError(args);
+        return error ? { errors: [error] } : execute(args);
+      },
+      subscribe: (args) => {
+        const error = inputError(args);
+        return error ? { errors: [error] } : subscribe(args);
+      },
+      onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(e.toJSON(), e)),
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors
+          ? { ...result, errors: result.errors.map((e) => formatError(e.toJSON(), e)) }
+          : undefined,
+      onOperation: (ctx, id, _payload, _args, result) => {
+        if (Symbol.asyncIterator in Object(result)) subscriptions.opened(ctx, id);
+      },
+      onComplete: (ctx, id) => subscriptions.completed(ctx, id),
+      // Each operation over a socket spends the allowance like a request does. Its payload is
+      // a body read: the same depth check first.
+      onSubscribe: async (ctx, _id, payload) => {
+        const deep = tooDeep(payload, 'payload');
+        if (deep) return [new GraphQLError(deep.message, { originalError: deep })];
+        const refused = await limits.subscription(
+          ctx.extra.principal ?? null,
+          ctx.extra.request.socket.remoteAddress,
+        );
+        return refused ? [refused] : undefined;
+      },
+      onConnect: async (ctx) => {
+        if (nestsTooDeep(ctx.connectionParams)) {
+          ctx.extra.socket.close(4400, `connection parameters ${TOO_DEEP}`);
+          return false;
+        }
+        // Header names are case-insensitive; GraphiQL sends its headers pane as typed.
+        const params = Object.fromEntries(
+          Object.entries(ctx.connectionParams ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+        );
+        const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+        const credentials: Credentials = {
+          authorization: str(params.authorization),
+          apiKey: str(params[config.apiKeyHeader] ?? params.apikey),
+        };
+        try {
+          ctx.extra.principal = await services.authenticator.authenticate(credentials);
+        } catch {
+          return false; // graphql-ws closes with 4403 Forbidden
+        }
+        if (!ctx.extra.principal) return true;
+        // A connection lives long: a key revoked or a token expired since must end it too.
+        const recheck = setInterval(() => {
+          services.authenticator.authenticate(credentials).catch((err) => {
+            if (err instanceof AppError && err.code === 'UNAUTHENTICATED')
+              ctx.extra.socket.close(4403, 'Forbidden: the credential is no longer valid');
+          });
+        }, config.subscriptionAuthRecheckSeconds * 1000);
+        recheck.unref();
+        ctx.extra.socket.once('close', () => clearInterval(recheck));
+        return true;
+      },
+      context: (ctx): RequestContext => ({
+        requestId: randomUUID(),
+        principal: ctx.extra.principal ?? null,
+        log,
+        loaders: new Loaders(),
+        live: services.live,
+      }),
+    },
+    wss,
+  );
+  return {
+    close: async () => {
+      for (const client of wss.clients) client.close(1001, 'server shutting down');
+      await cleanup.dispose();
+    },
+  };
+}
