@@ -7,8 +7,8 @@ import type { JobLogEvent } from '../src/jobs/job.runner';
 import type { JobEvent, JobService } from '../src/jobs/job.service';
 import { isTerminal } from '../src/jobs/job.states';
 import { sendError } from '../src/http/http.helpers';
-import type { ApiDoc } from './route';
-import { enumOf, isoTime, nullable, object, string, uuid } from './schemas';
+import type { ApiDoc } from '../src/http/openapi/openapi.docs';
+import { enumOf, isoTime, nullable, object, string, uuid } from '../src/http/openapi/json-schema';
 
 const PAGE = 500;
 const KEEPALIVE_MS = 15_000;

@@ -1,6 +1,7 @@
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
-import type { ApiDoc, RestRoute, RouteDoc } from './route';
-import { errorBody, integer, string, type JsonSchema } from './schemas';
+import type { ApiDoc, RouteDoc } from '../src/http/openapi/openapi.docs';
+import type { RestRoute } from './route';
+import { errorBody, integer, string, type JsonSchema } from '../src/http/openapi/json-schema';
 import { VERSIONED_JSON } from '../src/http/http.helpers';
 
 export interface OpenApiOptions {

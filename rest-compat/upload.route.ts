@@ -15,8 +15,8 @@ import type { MediaService } from '../src/media/media.service';
 import { sha256Of } from '../src/media/media.meter';
 import { sendError, sendJson } from '../src/http/http.helpers';
 import { multipartForm, type MultipartForm } from '../src/http/http.multipart';
-import { idempotency, type ApiDoc } from './route';
-import { object, url, uuid } from './schemas';
+import { idempotency, type ApiDoc } from '../src/http/openapi/openapi.docs';
+import { object, url, uuid } from '../src/http/openapi/json-schema';
 
 /** Room for the multipart framing and the small fields around the file. */
 const FORM_OVERHEAD_BYTES = 1024 * 1024;

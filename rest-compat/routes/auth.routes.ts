@@ -1,6 +1,6 @@
 import { FetchMetadataDocument } from '../generated/graphql';
 import { route } from '../route';
-import { boolean, isoTime, object, string } from '../schemas';
+import { boolean, isoTime, object, string } from '../../src/http/openapi/json-schema';
 
 /**
  * `GET /api/v1/fetch-metadata`: the Identity metadata object of the spec, from `me`. The principal

@@ -1,7 +1,16 @@
 import { BillingUsageDocument } from '../generated/graphql';
-import { queryString } from '../rest.helpers';
+import { queryString } from '../../src/http/http.rest';
 import { route } from '../route';
-import { arrayOf, decimal, enumOf, integer, isoTime, object, string, uuid } from '../schemas';
+import {
+  arrayOf,
+  decimal,
+  enumOf,
+  integer,
+  isoTime,
+  object,
+  string,
+  uuid,
+} from '../../src/http/openapi/json-schema';
 
 /** `GET /api/v1/billing/usage?from=&to=`: the shape is ours (docs/billing.md). */
 export const billingRoutes = [

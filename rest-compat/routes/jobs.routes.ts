@@ -13,8 +13,9 @@ import {
   type RestDeploymentFragment,
   type RestJobFragment,
 } from '../generated/graphql';
-import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
-import { idempotency, route, type QueryParameter } from '../route';
+import { body, listResponse, optionalString, pageVariables, queryString } from '../../src/http/http.rest';
+import { idempotency, type QueryParameter } from '../../src/http/openapi/openapi.docs';
+import { route } from '../route';
 import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
 import {
@@ -32,7 +33,7 @@ import {
   string,
   url,
   uuid,
-} from '../schemas';
+} from '../../src/http/openapi/json-schema';
 
 const STATUSES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled'];
 

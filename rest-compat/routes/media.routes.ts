@@ -7,9 +7,18 @@ import {
   UpdateMediaTagsDocument,
   type RestMediaFragment,
 } from '../generated/graphql';
-import { body, listResponse, pageVariables, queryOf } from '../rest.helpers';
+import { body, listResponse, pageVariables, queryOf } from '../../src/http/http.rest';
 import { route } from '../route';
-import { arrayOf, enumOf, goTimeText, object, requestBody, string, url, uuid } from '../schemas';
+import {
+  arrayOf,
+  enumOf,
+  goTimeText,
+  object,
+  requestBody,
+  string,
+  url,
+  uuid,
+} from '../../src/http/openapi/json-schema';
 
 /** The Media asset list item of the spec: `media_key` is the full URL here. */
 const MEDIA_STATUSES = ['live'];

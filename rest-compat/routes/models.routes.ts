@@ -17,7 +17,7 @@ import {
   type RestModelFragment,
   type UpdateModelInput,
 } from '../generated/graphql';
-import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
+import { body, listResponse, optionalString, pageVariables, queryString } from '../../src/http/http.rest';
 import { route } from '../route';
 import {
   arrayOf,
@@ -33,7 +33,7 @@ import {
   string,
   url,
   uuid,
-} from '../schemas';
+} from '../../src/http/openapi/json-schema';
 
 type RestArgument = RestModelFragment['args'][number];
 

@@ -4,9 +4,9 @@ import {
   ListCallRecordsDocument,
   type ListCallRecordsQuery,
 } from '../generated/graphql';
-import { listResponse, pageVariables, queryString } from '../rest.helpers';
+import { listResponse, pageVariables, queryString } from '../../src/http/http.rest';
 import { route } from '../route';
-import { arrayOf, integer, isoTime, object, string, uuid } from '../schemas';
+import { arrayOf, integer, isoTime, object, string, uuid } from '../../src/http/openapi/json-schema';
 
 type CallRecordNode = ListCallRecordsQuery['callRecords']['nodes'][number];
 

@@ -7,9 +7,19 @@ import {
   type RestApiKeyFragment,
   type RestTeamFragment,
 } from '../generated/graphql';
-import { body, listResponse, optionalString, pageVariables } from '../rest.helpers';
-import { idempotency, route } from '../route';
-import { arrayOf, enumOf, isoTime, nullable, object, requestBody, string, uuid } from '../schemas';
+import { body, listResponse, optionalString, pageVariables } from '../../src/http/http.rest';
+import { idempotency } from '../../src/http/openapi/openapi.docs';
+import { route } from '../route';
+import {
+  arrayOf,
+  enumOf,
+  isoTime,
+  nullable,
+  object,
+  requestBody,
+  string,
+  uuid,
+} from '../../src/http/openapi/json-schema';
 
 const apiKeyFields = {
   id: uuid,

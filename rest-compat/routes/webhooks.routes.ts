@@ -4,9 +4,19 @@ import {
   RotateWebhookSecretDocument,
   type ListWebhookDeliveriesQuery,
 } from '../generated/graphql';
-import { listResponse, pageVariables } from '../rest.helpers';
+import { listResponse, pageVariables } from '../../src/http/http.rest';
 import { route } from '../route';
-import { arrayOf, enumOf, integer, isoTime, nullable, object, string, url, uuid } from '../schemas';
+import {
+  arrayOf,
+  enumOf,
+  integer,
+  isoTime,
+  nullable,
+  object,
+  string,
+  url,
+  uuid,
+} from '../../src/http/openapi/json-schema';
 import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
 import { WebhookAttemptOutcomeEnum, WebhookDeliveryStatusEnum } from '../../src/webhooks/webhook.types';
 

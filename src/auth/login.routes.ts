@@ -1,6 +1,6 @@
 import { Router, type CookieOptions, type Request } from 'express';
-import type { ApiDoc } from '../../rest-compat/route';
-import { integer, nullable, object, requestBody, string, url, uuid } from '../../rest-compat/schemas';
+import type { ApiDoc } from '../http/openapi/openapi.docs';
+import { integer, nullable, object, requestBody, string, url, uuid } from '../http/openapi/json-schema';
 import { AppError } from '../common/errors';
 import type { Config } from '../config';
 import { readCookie, sendJson } from '../http/http.helpers';

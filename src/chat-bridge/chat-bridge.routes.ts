@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
-import { body, listResponse, pageVariables } from '../../rest-compat/rest.helpers';
-import type { ApiDoc } from '../../rest-compat/route';
+import { body, listResponse, pageVariables } from '../http/http.rest';
+import type { ApiDoc } from '../http/openapi/openapi.docs';
 import {
   arrayOf,
   enumOf,
@@ -12,7 +12,7 @@ import {
   requestBody,
   string,
   uuid,
-} from '../../rest-compat/schemas';
+} from '../http/openapi/json-schema';
 import type { Page } from '../common/pagination';
 import { sendJson } from '../http/http.helpers';
 import type { DendriteInstance, Matterbridge } from './chat-bridge.entity';

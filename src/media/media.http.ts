@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { AppError } from '../common/errors';
 import { sendError } from '../http/http.helpers';
 import type { ByteRange } from '../storage/storage.port';
-import type { ApiDoc } from '../../rest-compat/route';
+import type { ApiDoc } from '../http/openapi/openapi.docs';
 import type { MediaService } from './media.service';
 
 /**

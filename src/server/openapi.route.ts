@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import { openApiDocument } from '../../rest-compat/openapi';
-import type { ApiDoc } from '../../rest-compat/route';
+import type { ApiDoc } from '../http/openapi/openapi.docs';
 import { restRoutes } from '../../rest-compat/routes';
-import { enumOf, object, string } from '../../rest-compat/schemas';
+import { enumOf, object, string } from '../http/openapi/json-schema';
 import { uploadDoc } from '../../rest-compat/upload.route';
 import { jobEventDocs } from '../../rest-compat/job-events.route';
 import { loginDocs } from '../auth/login.routes';

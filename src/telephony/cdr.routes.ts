@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import type { ApiDoc } from '../../rest-compat/route';
-import { boolean, integer, object, uuid } from '../../rest-compat/schemas';
+import type { ApiDoc } from '../http/openapi/openapi.docs';
+import { boolean, integer, object, uuid } from '../http/openapi/json-schema';
 import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import { sendError, sendJson } from '../http/http.helpers';

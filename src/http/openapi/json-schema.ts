@@ -3,7 +3,7 @@
  * object lists all its properties and forbids others, so a schema is an exact description of
  * the body: the OpenAPI test validates real answers with it.
  */
-import { ERROR_CODES } from '../src/common/errors';
+import { ERROR_CODES } from '../../common/errors';
 
 export type JsonSchema = { [keyword: string]: unknown };
 

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
-import { AppError, type ErrorDetails } from '../src/common/errors';
-import { checkText } from '../src/common/text';
-import type { RestResponse } from './route';
+import { AppError, type ErrorDetails } from '../common/errors';
+import { checkText } from '../common/text';
+import type { RestResponse } from './openapi/openapi.docs';
 
 /** The JSON object body of a request, or 400. */
 export function body(req: Request): Record<string, unknown> {

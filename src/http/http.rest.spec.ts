@@ -1,4 +1,4 @@
-import { nextPageLink } from './rest.helpers';
+import { nextPageLink } from './http.rest';
 
 /** What the link was before it was remembered: the request URL with its cursor set. */
 function byUrl(originalUrl: string, cursor: string): string {
