@@ -1,6 +1,7 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import type { Client } from 'pg';
 import { entities } from './entities';
+import { PostgreSqlSafeDriver } from './orm.driver';
 import { boundedConnection, boundQueries } from './pg-bounds';
 import { installTextArrayParser } from './rows';
 
@@ -26,6 +27,7 @@ export function ormConfig(opts: OrmOptions): Options {
   const timeoutMs = opts.queryTimeoutMs ?? 0;
   const statementMs = opts.unboundedStatements ? 0 : timeoutMs;
   return {
+    driver: PostgreSqlSafeDriver,
     clientUrl: opts.clientUrl,
     entities,
     ...(opts.migrations ? { migrations: migrationsConfig() } : {}),
