@@ -35,7 +35,7 @@ import type { Config } from '../config';
 import { AppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { PgDocumentCache } from '../documents/document.cache';
-import type { RequestContext } from '../graphql/graphql.context';
+import type { IdempotentCreation, RequestContext } from '../graphql/graphql.context';
 import { cors } from '../http/http.cors';
 import { fastLane } from '../http/http.lane';
 import { plainJsonBodies } from '../http/http.json-body';
@@ -115,6 +115,7 @@ class HttpContext implements RequestContext {
   readonly requestId: string;
   readonly principal: Principal | null;
   readonly loaders = new Loaders();
+  readonly idempotency: IdempotentCreation | undefined;
   readonly [RESPONSE]: Response;
 
   constructor(
@@ -125,6 +126,7 @@ class HttpContext implements RequestContext {
   ) {
     this.requestId = res.locals.requestId as string;
     this.principal = (res.locals.principal as Principal | null) ?? null;
+    this.idempotency = res.locals.idempotency as IdempotentCreation | undefined;
     this[RESPONSE] = res;
   }
 
