@@ -72,31 +72,30 @@ const HOLD_ANSWERS = `
     for each row when (new.status = 'done') execute function test_hold_answer();`;
 
 /**
- * Sends `body` to `url` with `key`, and kills the service with SIGKILL once `made` (a query)
- * finds what the request made: after its commit, before its answer was stored.
+ * Sends each request with its Idempotency-Key, and kills the service with SIGKILL once `made` (a
+ * query) counts all they make: after their commits, before their answers were stored.
  */
-async function crashWhileAnswering(url: string, body: unknown, key: string, made: string): Promise<void> {
+async function crashWhileAnswering(
+  requests: { url: string; body: unknown; key: string }[],
+  made: string,
+): Promise<void> {
   const port = await start();
   await db.query(HOLD_ANSWERS);
   try {
-    const first = post(port, url, body, key).catch(() => null); // the process dies under it
-    expect(
-      await until(
-        async () => (await db.query(made)).rowCount,
-        (n) => n! > 0,
-        30_000,
-      ),
-    ).toBe(1);
+    // The process dies under them.
+    const sent = requests.map((r) => post(port, r.url, r.body, r.key).catch(() => null));
+    const count = async () => Number((await db.query(made)).rows[0].n);
+    expect(await until(count, (n) => n >= requests.length, 30_000)).toBe(requests.length);
     const s = services.at(-1)!;
     s.child.kill('SIGKILL');
     await s.exited;
-    await first;
+    await Promise.all(sent);
   } finally {
     await db.query('drop trigger test_hold_answer on idempotency_keys');
   }
 }
 
-it('a repeat after kill -9 between creating a deployment and storing the answer answers that deployment, and makes no second one', async () => {
+it('a repeat after kill -9 between creating and storing the answer answers the deployment made, is CONFLICT for a token, and makes nothing twice', async () => {
   const model = await (async () => {
     const port = await start();
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/models`, {
@@ -109,37 +108,52 @@ it('a repeat after kill -9 between creating a deployment and storing the answer 
     await services.at(-1)!.exited;
     return ((await res.json()) as { id: string }).id;
   })();
-  const key = randomUUID();
-  const body = { name: 'crash', model_id: model, args: {} };
+  const deployment = {
+    url: '/api/v1/deployments',
+    body: { name: 'crash', model_id: model, args: {} },
+    key: randomUUID(),
+  };
+  const token = { url: '/api/v1/tokens', body: { name: 'crash' }, key: randomUUID() };
   await crashWhileAnswering(
-    '/api/v1/deployments',
-    body,
-    key,
-    `select 1 from deployments where name = 'crash'`,
+    [deployment, token],
+    `select (select count(*) from deployments where name = 'crash') + (select count(*) from api_keys where name = 'crash') as n`,
   );
-  const made =
-    await db.query(`select d.id, count(j.id)::int as jobs from deployments d join jobs j on j.deployment_id = d.id
-                               where d.name = 'crash' group by d.id`);
-  expect(made.rows).toEqual([{ id: expect.any(String), jobs: 1 }]);
-  const [{ id }] = made.rows;
+  const made = async () =>
+    (
+      await db.query(`select (select json_agg(json_build_object('id', d.id, 'jobs',
+                               (select count(*) from jobs j where j.deployment_id = d.id)))
+                              from deployments d where d.name = 'crash') as deployments,
+                             (select json_agg(id) from api_keys where name = 'crash') as keys`)
+    ).rows[0] as { deployments: { id: string; jobs: number }[]; keys: string[] };
+  const before = await made();
+  expect(before).toEqual({ deployments: [{ id: expect.any(String), jobs: 1 }], keys: [expect.any(String)] });
 
-  // A restarted service: the repeat answers the deployment made before the crash.
+  // A restarted service: the repeat answers the deployment made before the crash, rebuilt from the
+  // database; the token's value was in the answer only, so its repeat is CONFLICT naming the key.
   const port = await start();
-  const again = await post(port, '/api/v1/deployments', body, key);
+  const [again, tokenAgain] = await Promise.all(
+    [deployment, token].map((r) => post(port, r.url, r.body, r.key)),
+  );
   expect(again.status).toBe(201);
   expect(again.headers.get('idempotent-replayed')).toBe('true');
   const answer = (await again.json()) as { id: string; model_id: string };
-  expect(answer).toMatchObject({ id, model_id: model });
-  // Then that answer is stored, and replayed as any.
-  const third = await post(port, '/api/v1/deployments', body, key);
+  expect(answer).toMatchObject({ id: before.deployments[0].id, model_id: model });
+  expect({ status: tokenAgain.status, body: await tokenAgain.json() }).toEqual({
+    status: 409,
+    body: {
+      error: {
+        code: 'CONFLICT',
+        message: expect.stringContaining(`created API key ${before.keys[0]}, but its answer`),
+      },
+    },
+  });
+  // Then the deployment's answer is stored and replayed as any; the token's repeat stays CONFLICT.
+  const third = await post(port, deployment.url, deployment.body, deployment.key);
   expect({ status: third.status, replayed: third.headers.get('idempotent-replayed') }).toEqual({
     status: 201,
     replayed: 'true',
   });
   expect(await third.json()).toEqual(answer);
-  const after = await db.query(
-    `select count(distinct d.id)::int as deployments, count(j.id)::int as jobs
-     from deployments d join jobs j on j.deployment_id = d.id where d.name = 'crash'`,
-  );
-  expect(after.rows).toEqual([{ deployments: 1, jobs: 1 }]);
+  expect((await post(port, token.url, token.body, token.key)).status).toBe(409);
+  expect(await made()).toEqual(before);
 });
