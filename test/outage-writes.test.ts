@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { startTestApp, type TestApp } from './helpers/app';
-import { pngBytes, uploadFile } from './helpers/media';
+import { pngBytes, storedMedia, uploadFile } from './helpers/media';
 import { TestHomeserver } from './helpers/matrix-homeserver';
 import { startOwnPostgres, type OwnPostgres } from './helpers/pg-server';
 
@@ -79,6 +79,7 @@ async function state(): Promise<Record<string, unknown>> {
         (select 1 from jobs j where j.deployment_id = d.id)) as deployments_without_job,
       (select count(*)::int from jobs) as jobs,
       (select json_build_object('status', status, 'tags', tags) from media_assets where id = '${mediaId}') as media,
+      (select count(*)::int from media_assets) as media_assets,
       (select json_agg(key order by key) from webhook_secrets) as webhook_secrets,
       (select json_agg(username order by username) from chat_bridge_users) as bridge_users,
       (select count(*)::int from chat_bridge_api_keys) as bridge_api_keys`);
@@ -123,6 +124,12 @@ const writes: WritePath[] = [
         .post('/api/v1/deployments')
         .set('authorization', auth)
         .send({ name: 'during', model_id: modelId, args: {} }),
+  },
+  {
+    name: 'POST /uploads/upload',
+    ok: 200,
+    send: () =>
+      t.http().post('/uploads/upload').set('authorization', auth).attach('file', pngBytes(), 'during.png'),
   },
   {
     name: 'PUT /api/v1/media/:id',
@@ -226,6 +233,8 @@ it('every write answers 503 UNAVAILABLE with Retry-After while the database is f
   await waitUntilReady();
   expect(await state()).toEqual(before);
   expect(hs.accounts.has('alice')).toBe(false);
+  const stored = await storedMedia(t);
+  expect(stored.files).toHaveLength(stored.rows.length); // no file without its row
   for (const write of writes) {
     const res = await write.send();
     expect({ name: write.name, status: res.status, errors: res.body.errors }).toEqual({
@@ -243,6 +252,7 @@ it('every write answers 503 UNAVAILABLE with Retry-After while the database is f
     deployments_without_job: 0,
     jobs: (before.jobs as number) + 2,
     media: null, // deleted, file and row
+    media_assets: before.media_assets, // one uploaded, one deleted
     bridge_users: ['alice', 'bob'],
     bridge_api_keys: (before.bridge_api_keys as number) + 2,
   });
