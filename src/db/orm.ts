@@ -1,9 +1,9 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import type { Client } from 'pg';
 import { entities } from './entities';
-import { PostgreSqlSafeDriver } from './orm.driver';
 import { boundedConnection, boundQueries } from './pg-bounds';
 import { installTextArrayParser } from './rows';
+import { PostgreSqlSafeDriver } from './orm.driver';
 
 export type Orm = MikroORM;
 
@@ -27,12 +27,13 @@ export function ormConfig(opts: OrmOptions): Options {
   const timeoutMs = opts.queryTimeoutMs ?? 0;
   const statementMs = opts.unboundedStatements ? 0 : timeoutMs;
   return {
-    driver: PostgreSqlSafeDriver,
     clientUrl: opts.clientUrl,
     entities,
     ...(opts.migrations ? { migrations: migrationsConfig() } : {}),
     allowGlobalContext: false,
     forceUtcTimezone: true,
+    // Transactions whose BEGIN failed say why (src/db/orm.driver.ts).
+    driver: PostgreSqlSafeDriver,
     // Fail within the bound when the server is gone or frozen instead of queueing requests; a
     // connection whose query did not answer is destroyed, and knex drops it from the pool.
     pool: {
