@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { isDatabaseUnavailable } from '../src/common/errors';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, storedMedia, uploadFile } from './helpers/media';
 import { TestHomeserver } from './helpers/matrix-homeserver';
@@ -188,6 +189,24 @@ const writes: WritePath[] = [
 async function waitUntilReady(): Promise<void> {
   while ((await t.http().get('/readyz')).status !== 200) await new Promise((r) => setTimeout(r, 100));
 }
+
+it('a transaction whose BEGIN gets no answer fails with the error that says so', async () => {
+  await waitUntilReady();
+  const em = t.runtime.orm.em.fork();
+  await em.execute('select 1'); // a live connection in the pool
+  await pg.freeze();
+  let err: unknown;
+  try {
+    await em.transactional((tx) => tx.execute(`insert into teams (id) values (gen_random_uuid())`));
+  } catch (e) {
+    err = e;
+  } finally {
+    await pg.thaw();
+  }
+  // Not knex's "Transaction query already complete", which no longer says why (500 INTERNAL).
+  expect(err).toMatchObject({ name: 'QueryTimeoutError', code: 'ETIMEDOUT' });
+  expect(isDatabaseUnavailable(err)).toBe(true);
+});
 
 it('every write answers 503 UNAVAILABLE with Retry-After while the database is frozen, and writes nothing', async () => {
   const before = await state();
