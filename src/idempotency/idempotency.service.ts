@@ -38,7 +38,8 @@ interface KeyRow {
   fingerprint: string | null;
   status: 'running' | 'done';
   response: Buffer | null;
-  lapsed: boolean;
+  /** Its request made something, and is gone (or failed) without storing its answer. */
+  orphaned: boolean;
 }
 
 export type Begun =
@@ -98,7 +99,7 @@ export class IdempotencyService {
       );
       if (taken) return { kind: 'claimed', claim: this.claim(taken.id, key, owner, []) };
       const [row]: KeyRow[] = await em.execute(
-        `select id, fingerprint, status, response, locked_until < now() as lapsed
+        `select id, fingerprint, status, response, locked_until < now() and made <> '{}' as orphaned
          from idempotency_keys where owner_type = ? and owner_id = ? and key_hash = ?`,
         where,
       );
@@ -106,9 +107,10 @@ export class IdempotencyService {
       if (fp && row.fingerprint && row.fingerprint !== fp) throw conflict();
       if (row.status === 'done' && row.response)
         return { kind: 'done', fingerprint: row.fingerprint!, response: open(row.response, key, owner) };
-      if (row.lapsed) {
-        // Its request made something but did not store its answer (its process died, or it failed
-        // afterwards): this repeat takes the key over and answers what was made, making nothing.
+      if (row.orphaned) {
+        // This repeat takes the key over and answers what was made, making nothing.
+        // Only JSON requests (fingerprinted from the start) record; an upload here is another request.
+        if (!fp) throw conflict();
         const [resumed]: { id: string; made: string[] }[] = await em.execute(
           `update idempotency_keys set locked_until = now() + make_interval(secs => ?)
            where id = ? and status = 'running' and locked_until < now() returning id, made`,
