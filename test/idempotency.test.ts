@@ -137,6 +137,33 @@ describe('Idempotency-Key on POST /api/v1/deployments', () => {
     const fixed = await send(fresh, { text });
     expect(fixed.body.data.createDeployment.id).toBeDefined();
   });
+
+  it('keeps a key under which something was made though the answer failed: a repeat makes it no more', async () => {
+    // Two mutations in one request: the first makes a deployment, the second is refused.
+    const send = () =>
+      t
+        .http()
+        .post('/graphql')
+        .set('authorization', alice)
+        .set('idempotency-key', key)
+        .send({
+          query: `mutation ($ok: CreateDeploymentInput!, $bad: CreateDeploymentInput!) {
+            a: createDeployment(input: $ok) { id } b: createDeployment(input: $bad) { id } }`,
+          variables: {
+            ok: { name: 'half', modelId: BUILTIN.wordcount, args: { text } },
+            bad: { name: 'half', modelId: BUILTIN.wordcount, args: {} },
+          },
+        });
+    const key = randomUUID();
+    const before = await count(Deployment);
+    const first = await send();
+    expect(first.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
+    expect(await count(Deployment)).toBe(before + 1);
+    const again = await send();
+    expect(again.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(await count(Deployment)).toBe(before + 1);
+  });
 });
 
 describe('Idempotency-Key on POST /api/v1/tokens', () => {

@@ -1,5 +1,6 @@
-import { Arg, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { encodeCursor } from '../common/pagination';
+import type { RequestContext } from '../graphql/graphql.context';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { ApiKeyService } from './api-key.service';
 import { ApiKeyConnection, ApiKeyType, CreateApiKeyInput, CreatedApiKey } from './api-key.types';
@@ -28,9 +29,10 @@ export class ApiKeyResolver {
   @Mutation(() => CreatedApiKey)
   async createApiKey(
     @CurrentPrincipal() principal: Principal,
+    @Ctx() ctx: RequestContext,
     @Arg('input') input: CreateApiKeyInput,
   ): Promise<CreatedApiKey> {
-    const { key, value } = await this.service.create(principal, input);
+    const { key, value } = await this.service.create(principal, input, ctx.idempotency);
     return { apiKey: ApiKeyType.from(key), value };
   }
 

@@ -3,6 +3,7 @@ import type { EntityClass } from '@mikro-orm/core';
 import type { Client } from 'pg';
 import { boundedConnection, boundQueries } from './pg-bounds';
 import { installTextArrayParser } from './rows';
+import { PostgreSqlSafeDriver } from './orm.driver';
 
 export type Orm = MikroORM;
 
@@ -33,6 +34,8 @@ export function ormConfig(opts: OrmOptions): Options {
     ...(opts.migrations ? { migrations: migrationsConfig() } : {}),
     allowGlobalContext: false,
     forceUtcTimezone: true,
+    // Transactions whose BEGIN failed say why (src/db/orm.driver.ts).
+    driver: PostgreSqlSafeDriver,
     // Fail within the bound when the server is gone or frozen instead of queueing requests; a
     // connection whose query did not answer is destroyed, and knex drops it from the pool.
     pool: {

@@ -60,7 +60,10 @@ export class DeploymentResolver {
     })
     wait?: number,
   ) {
-    const { deployment, job } = await this.service.create(principal, input, { waitSeconds: wait });
+    const { deployment, job } = await this.service.create(principal, input, {
+      waitSeconds: wait,
+      idempotency: ctx.idempotency,
+    });
     // Its job is the one just written, unless the answer waited for its end: not read again.
     if (!wait) this.jobsLoader(ctx).prime(deployment.id, [job]);
     return DeploymentType.from(deployment);

@@ -15,6 +15,7 @@ import { DISPATCH_TASK, deadlineTaskSql, jobEventSql, queuedCopySql } from '../j
 import { isTerminal } from '../jobs/job.states';
 import { MAX_WAIT_SECONDS, type JobWaiter } from '../jobs/job.wait';
 import { parseDuration } from '../common/duration';
+import type { IdempotentCreation } from '../graphql/graphql.context';
 import type { LocalWorker } from '../jobs/job.claim';
 import type { JobLifecycle } from '../jobs/job.lifecycle';
 import { storageKey } from '../media/media.entity';
@@ -39,6 +40,9 @@ export interface CreateDeploymentInput {
 }
 
 export { DISPATCH_TASK } from '../jobs/job.queue';
+
+/** What a deployment is called among the things made under an Idempotency-Key. */
+const IDEMPOTENT_KIND = 'deployment';
 
 /** Bounds of `Cancel-After`. */
 const MIN_CANCEL_AFTER_MS = 1000;
@@ -103,20 +107,35 @@ export class DeploymentService {
   async create(
     principal: Principal,
     input: CreateDeploymentInput,
-    opts: { waitSeconds?: number | null } = {},
+    opts: { waitSeconds?: number | null; idempotency?: IdempotentCreation } = {},
   ): Promise<{ deployment: Deployment; job: Job }> {
     const wait = opts.waitSeconds ?? 0;
     if (!Number.isInteger(wait) || wait < 0 || wait > MAX_WAIT_SECONDS)
       throw AppError.validation({ wait: `must be an integer from 0 to ${MAX_WAIT_SECONDS} (seconds)` });
-    const created = await this.insert(principal, input);
+    // A repeat (same Idempotency-Key) of a request whose process died before storing its answer:
+    // the deployment it made, rebuilt from the database, never a second one.
+    const earlier = opts.idempotency?.previous(IDEMPOTENT_KIND);
+    const created = earlier
+      ? await this.madeEarlier(principal, earlier)
+      : await this.insert(principal, input, opts.idempotency);
     // Synchronous runs: the answer waits (on the event bus, holding no connection) for the end.
     if (wait) await this.waiter.untilEnded(ownerOf(principal), created.job.id, wait * 1000);
     return created;
   }
 
+  /** A deployment an earlier attempt of this request made, with its first job. */
+  private async madeEarlier(principal: Principal, id: string): Promise<{ deployment: Deployment; job: Job }> {
+    const deployment = await this.get(principal, id);
+    const job = await this.orm.em
+      .fork()
+      .findOneOrFail(Job, { deployment: deployment.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return { deployment, job };
+  }
+
   private async insert(
     principal: Principal,
     input: CreateDeploymentInput,
+    idempotency: IdempotentCreation | undefined,
   ): Promise<{ deployment: Deployment; job: Job }> {
     await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const name = validateName(input.name);
@@ -191,7 +210,8 @@ export class DeploymentService {
     // The service's hottest write, in one round trip and atomically: the deployment, its job and
     // first transition (and, claimed, its second), the model's run count, the dispatch task unless
     // claimed (so a job is dispatched if and only if it was created), its deadline task and its
-    // events, in order (sent on commit).
+    // events, in order (sent on commit); and under an Idempotency-Key, the record that it was made.
+    const made = idempotency?.record(IDEMPOTENT_KIND, deployment.id);
     let created: Record<string, unknown>[];
     try {
       created = await queryRows(
@@ -200,6 +220,7 @@ export class DeploymentService {
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
                                   webhook, webhook_events_filter, created_at)
          values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),
+       ${made ? `k as (${made.sql}),` : ''}
        w as (select ?::uuid as id where not exists (select 1 from jobs where status = 'queued')),
        j as (
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
@@ -233,6 +254,7 @@ export class DeploymentService {
           deployment.webhook,
           `{${deployment.webhookEventsFilter.join(',')}}`,
           deployment.createdAt,
+          ...(made?.params ?? []),
           claim?.workerId ?? null,
           jobId,
           model.id,

@@ -3,6 +3,21 @@ import type { Principal } from '../auth/principal';
 import type { JobLive } from '../jobs/job.live';
 import type { Loaders } from './graphql.loaders';
 
+/**
+ * The request's `Idempotency-Key`, held (src/idempotency/): a service that creates something
+ * records it under the key in the statement or transaction that creates it, so that a repeat of
+ * the request after a crash, before its answer was stored, finds it instead of making another.
+ */
+export interface IdempotentCreation {
+  /**
+   * The next thing of `kind` an earlier attempt of this very request made and recorded (its id),
+   * in the order they were made; undefined when there is none (then make it).
+   */
+  previous(kind: string): string | undefined;
+  /** A statement that records `id` of `kind` under the key: run it in the creating transaction, or as a CTE part. */
+  record(kind: string, id: string): { sql: string; params: unknown[] };
+}
+
 /** What every resolver sees; built the same way for HTTP, REST-compat and websocket requests. */
 export interface RequestContext {
   requestId: string;
@@ -12,4 +27,6 @@ export interface RequestContext {
   loaders: Loaders;
   /** Live job events for subscriptions (one feed per process). */
   live: JobLive;
+  /** Present when the request holds an Idempotency-Key (HTTP requests only). */
+  idempotency?: IdempotentCreation;
 }

@@ -7,6 +7,7 @@ import type { OwnerType } from '../auth/principal';
  * the first request runs, then `done` with that request's answer, for 24 hours. The key itself
  * is stored only as a hash, and the answer is encrypted under a key derived from it: the stored
  * answer of `POST /api/v1/tokens` holds a token, readable only by whoever knows the key.
+ * What the request made is recorded with it in the same transaction (`made`).
  */
 @Entity({ tableName: 'idempotency_keys' })
 @Unique({ properties: ['ownerType', 'ownerId', 'keyHash'] })
@@ -33,6 +34,13 @@ export class IdempotencyKey {
 
   @Property({ type: 'datetime' })
   lockedUntil!: Date;
+
+  /**
+   * What the request made under the key (`deployment:<id>`), recorded by the statement or
+   * transaction that made it: a repeat after a crash before the answer was stored finds it there.
+   */
+  @Property({ type: 'text[]', defaultRaw: `'{}'` })
+  made: Opt<string[]> = [];
 
   /** IV, tag and AES-256-GCM ciphertext of the answer. */
   @Property({ type: 'blob', nullable: true })

@@ -108,6 +108,10 @@ async function withKey(
   const fp = fingerprint([req.method, req.path, req.body ?? null, req.get('cancel-after') ?? null]);
   const begun = await service.begin(ownerOf(principal), key, fp);
   if (begun.kind === 'done') return replay(res, begun.response);
+  // The services that make something record it under the key (RequestContext.idempotency).
+  res.locals.idempotency = begun.claim.creation;
+  // A repeat that answers what an earlier attempt made: not a new creation either.
+  if (begun.claim.resumed) res.setHeader('Idempotent-Replayed', 'true');
   storeAnswer(res, begun.claim, fp);
   next();
 }

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type { Owner } from '../auth/principal';
 import { AppError } from '../common/errors';
-import { IdempotencyKey } from './idempotency.entity';
+import type { IdempotentCreation } from '../graphql/graphql.context';
 
 /** A key and its first answer are kept this long. */
 export const KEY_TTL_HOURS = 24;
@@ -21,10 +21,25 @@ export interface StoredResponse {
   body: string;
 }
 
-/** The key is this request's: `complete` stores its answer, `release` frees the key (nothing was made). */
+/**
+ * The key is this request's: `complete` stores its answer, `release` frees the key (unless
+ * something was made under it). `creation` goes to the services that make something; `resumed`:
+ * an earlier attempt of this request made something and died before storing its answer.
+ */
 export interface Claim {
+  resumed: boolean;
+  creation: IdempotentCreation;
   complete(fingerprint: string, response: StoredResponse): Promise<void>;
   release(): Promise<void>;
+}
+
+interface KeyRow {
+  id: string;
+  fingerprint: string | null;
+  status: 'running' | 'done';
+  response: Buffer | null;
+  /** Its request made something, and is gone (or failed) without storing its answer. */
+  orphaned: boolean;
 }
 
 export type Begun =
@@ -69,10 +84,11 @@ export class IdempotencyService {
     const where = [owner.type, owner.id, keyHash];
     const deadline = Date.now() + WAIT_MS;
     for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
-      // Expired, or held by a request whose process is gone: free.
+      // Expired, or held by a request whose process is gone and that made nothing: free.
       await em.execute(
         `delete from idempotency_keys where owner_type = ? and owner_id = ? and key_hash = ?
-         and (created_at < now() - make_interval(hours => ?) or (status = 'running' and locked_until < now()))`,
+         and (created_at < now() - make_interval(hours => ?)
+              or (status = 'running' and locked_until < now() and made = '{}'))`,
         [...where, KEY_TTL_HOURS],
       );
       const [taken]: { id: string }[] = await em.execute(
@@ -81,16 +97,28 @@ export class IdempotencyService {
          on conflict (owner_type, owner_id, key_hash) do nothing returning id`,
         [...where, fp, LEASE_MS / 1000],
       );
-      if (taken) return { kind: 'claimed', claim: this.claim(taken.id, key, owner) };
-      const row = await em.findOne(
-        IdempotencyKey,
-        { ownerType: owner.type, ownerId: owner.id, keyHash },
-        { disableIdentityMap: true },
+      if (taken) return { kind: 'claimed', claim: this.claim(taken.id, key, owner, []) };
+      const [row]: KeyRow[] = await em.execute(
+        `select id, fingerprint, status, response, locked_until < now() and made <> '{}' as orphaned
+         from idempotency_keys where owner_type = ? and owner_id = ? and key_hash = ?`,
+        where,
       );
       if (!row) continue; // freed meanwhile
       if (fp && row.fingerprint && row.fingerprint !== fp) throw conflict();
       if (row.status === 'done' && row.response)
         return { kind: 'done', fingerprint: row.fingerprint!, response: open(row.response, key, owner) };
+      if (row.orphaned) {
+        // This repeat takes the key over and answers what was made, making nothing.
+        // Only JSON requests (fingerprinted from the start) record; an upload here is another request.
+        if (!fp) throw conflict();
+        const [resumed]: { id: string; made: string[] }[] = await em.execute(
+          `update idempotency_keys set locked_until = now() + make_interval(secs => ?)
+           where id = ? and status = 'running' and locked_until < now() returning id, made`,
+          [LEASE_MS / 1000, row.id],
+        );
+        if (resumed) return { kind: 'claimed', claim: this.claim(resumed.id, key, owner, resumed.made) };
+        continue;
+      }
       if (Date.now() + pause > deadline)
         throw new AppError(
           'CONFLICT',
@@ -113,8 +141,9 @@ export class IdempotencyService {
     return rows.length;
   }
 
-  private claim(id: string, key: string, owner: Owner): Claim {
+  private claim(id: string, key: string, owner: Owner, made: string[]): Claim {
     const em = this.orm.em.fork();
+    const earlier = [...made];
     const renew = setInterval(() => {
       void em
         .execute(
@@ -125,6 +154,17 @@ export class IdempotencyService {
     }, RENEW_MS);
     renew.unref();
     return {
+      resumed: made.length > 0,
+      creation: {
+        previous: (kind) => {
+          const i = earlier.findIndex((m) => m.startsWith(`${kind}:`));
+          return i < 0 ? undefined : earlier.splice(i, 1)[0].slice(kind.length + 1);
+        },
+        record: (kind, madeId) => ({
+          sql: `update idempotency_keys set made = array_append(made, ?) where id = ?`,
+          params: [`${kind}:${madeId}`, id],
+        }),
+      },
       complete: async (fp, response) => {
         clearInterval(renew);
         await em.execute(
@@ -134,7 +174,13 @@ export class IdempotencyService {
       },
       release: async () => {
         clearInterval(renew);
-        await em.execute(`delete from idempotency_keys where id = ? and status = 'running'`, [id]);
+        // A key under which something was made stays taken, its lease ended: a repeat answers
+        // what was made rather than making it again.
+        await em.execute(
+          `with freed as (delete from idempotency_keys where id = ? and status = 'running' and made = '{}')
+           update idempotency_keys set locked_until = now() where id = ? and status = 'running' and made <> '{}'`,
+          [id, id],
+        );
       },
     };
   }

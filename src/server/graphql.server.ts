@@ -15,7 +15,7 @@ import { AppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Config } from '../config';
 import { PgDocumentCache } from '../documents/document.cache';
-import type { RequestContext } from '../graphql/graphql.context';
+import type { IdempotentCreation, RequestContext } from '../graphql/graphql.context';
 import { DirectOperations } from '../graphql/graphql.direct';
 import { formatGraphQLError, requestLevelStatus } from '../graphql/graphql.errors';
 import { tooDeep } from '../http/http.json-body';
@@ -60,6 +60,7 @@ class HttpContext implements RequestContext {
   readonly requestId: string;
   readonly principal: Principal | null;
   readonly loaders = new Loaders();
+  readonly idempotency: IdempotentCreation | undefined;
   readonly [RESPONSE]: Response;
 
   constructor(
@@ -70,6 +71,7 @@ class HttpContext implements RequestContext {
   ) {
     this.requestId = res.locals.requestId as string;
     this.principal = (res.locals.principal as Principal | null) ?? null;
+    this.idempotency = res.locals.idempotency as IdempotentCreation | undefined;
     this[RESPONSE] = res;
   }
 
