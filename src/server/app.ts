@@ -330,7 +330,7 @@ export async function createApp({
   const login = loginRoutes(config, services);
   app.use(login);
   // Before the table: `/api/v1/jobs/events` is not a job id.
-  const jobEvents = jobEventRoutes(services.jobs, services.history, services.bus);
+  const jobEvents = jobEventRoutes(services.jobs, services.history, services.events);
   app.use(jobEvents);
   const rest = restHandlers({ schema, routes: restRoutes, contextOf });
   app.use(createRestRouter(rest));
