@@ -8,14 +8,23 @@ import type { JobEvent, JobService } from './job.service';
 /** A batch of a job's lines as published (`seq`: its id in the jobs' event sequence, see JobHistory). */
 export type JobLinesEvent = JobLogEvent & { seq?: number };
 
+/** Whose events a consumer listens to: an owner's, one job's, or every job's (a worker's). */
+export type JobScope = EventScope | 'every';
+
+const EVERY = '*';
 const JOB_PREFIX = 'job:';
 const ownerKey = (type: string, id: string) => `${type}:${id}`;
 const jobKey = (id: string) => `${JOB_PREFIX}${id}`;
-const keyOf = (scope: EventScope) =>
-  'jobId' in scope ? jobKey(scope.jobId) : ownerKey(scope.owner.type, scope.owner.id);
+const keyOf = (scope: JobScope) =>
+  scope === 'every'
+    ? EVERY
+    : 'jobId' in scope
+      ? jobKey(scope.jobId)
+      : ownerKey(scope.owner.type, scope.owner.id);
 const keysOf = (e: { jobId: string; ownerType: string; ownerId: string }) => [
   ownerKey(e.ownerType, e.ownerId),
   jobKey(e.jobId),
+  EVERY,
 ];
 
 /** What the hub carries: a transition, or a batch of lines (live only). */
@@ -30,7 +39,8 @@ export interface JobListeners {
 
 /**
  * The job events of this process, for every consumer (GraphQL subscriptions, server-sent event
- * streams, `Prefer: wait`): one listener on the bus, consumers listen per owner or per job.
+ * streams, `Prefer: wait`, the worker): one listener on the bus, consumers listen per owner, per
+ * job, or to every job.
  * Transitions and log lines come once each, in the order of their ids, and the transitions of a
  * gap in the bus connection are read back from `job_transitions` (one read for all consumers).
  * Log lines of a gap are not: they are in the job's stored output.
@@ -57,10 +67,8 @@ export class JobEvents {
           for (const key of keys)
             if (key.startsWith(JOB_PREFIX)) jobIds.push(key.slice(JOB_PREFIX.length));
             else owners.push(key);
-          return (await jobs.transitionsAfter(seq, owners, jobIds)).map((t) => ({
-            transition: t,
-            seq: t.seq,
-          }));
+          const of = keys.includes(EVERY) ? null : { owners, jobIds };
+          return (await jobs.transitionsAfter(seq, of)).map((t) => ({ transition: t, seq: t.seq }));
         },
       },
       log,
@@ -73,14 +81,14 @@ export class JobEvents {
   }
 
   /** Every later transition and batch of lines in `scope`, each once, until the returned function is called. */
-  listen(scope: EventScope, on: JobListeners): Promise<() => void> {
+  listen(scope: JobScope, on: JobListeners): Promise<() => void> {
     return this.hub.subscribe(keyOf(scope), (e) => {
       if ('transition' in e) on.transition?.(e.transition);
       else on.lines?.(e.lines);
     });
   }
 
-  onTransition(scope: EventScope, listener: Listener<JobEvent>): Promise<() => void> {
+  onTransition(scope: JobScope, listener: Listener<JobEvent>): Promise<() => void> {
     return this.listen(scope, { transition: listener });
   }
 }
