@@ -91,8 +91,8 @@ class Feed<E, T> implements AsyncIterableIterator<T> {
 export class JobLive {
   private watcherCount = 0;
   private logFeeds = 0;
-  /** Per event (while anyone holds it): what its subscriptions share. */
-  private readonly shared = new WeakMap<JobEvent, Shared>();
+  /** The event being handed out and what its subscriptions share (the hub hands an event to all its listeners in one go). */
+  private current: { event: JobEvent; shared: Shared } | null = null;
 
   constructor(
     private readonly events: JobEvents,
@@ -198,8 +198,9 @@ export class JobLive {
   }
 
   private delivery(e: JobEvent, needs: JobNeeds): Delivery {
-    let shared = this.shared.get(e);
-    if (!shared) this.shared.set(e, (shared = { fromPayload: e.job ? jobOf(e.job) : null }));
+    if (this.current?.event !== e)
+      this.current = { event: e, shared: { fromPayload: e.job ? jobOf(e.job) : null } };
+    const { shared } = this.current;
     const update =
       shared.fromPayload && covers(e.job!, needs)
         ? { job: shared.fromPayload, status: e.status }
