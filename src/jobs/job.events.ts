@@ -39,11 +39,10 @@ export interface JobListeners {
 
 /**
  * The job events of this process, for every consumer (GraphQL subscriptions, server-sent event
- * streams, `Prefer: wait`, the worker): one listener on the bus, consumers listen per owner, per
- * job, or to every job.
- * Transitions and log lines come once each, in the order of their ids, and the transitions of a
- * gap in the bus connection are read back from `job_transitions` (one read for all consumers).
- * Log lines of a gap are not: they are in the job's stored output.
+ * streams, `Prefer: wait`, the worker): one listener on the bus; consumers listen per owner, per
+ * job, or to every job. Transitions and log lines come once each, in the order of their ids, and
+ * the transitions of a gap in the bus connection are read back from `job_transitions` (one read
+ * for all consumers). Log lines of a gap are not: they are in the job's stored output.
  */
 export class JobEvents {
   private readonly hub: EventHub<Heard>;
@@ -75,7 +74,7 @@ export class JobEvents {
     );
   }
 
-  /** Listeners now (GraphQL subscriptions, event streams, waiting requests). */
+  /** Listeners now (subscriptions, event streams, waiting requests, the worker). */
   listenerCount(): number {
     return this.hub.size;
   }
