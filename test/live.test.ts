@@ -4,7 +4,8 @@ import WebSocket from 'ws';
 import { openOrm, type Orm } from '../src/db/orm';
 import { JobService } from '../src/jobs/job.service';
 import { startTestApp, type TestApp } from './helpers/app';
-import { deploy, PROGRAM, programModel } from './helpers/jobs';
+import { alive, deploy, PROGRAM, programModel } from './helpers/jobs';
+import { until } from './helpers/media';
 import { readEvents } from './helpers/sse';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 
@@ -308,6 +309,18 @@ describe('a gap in the event connection', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
 
+      // Their processes, which the worker must stop once it hears of the ends.
+      const pids: number[] = [];
+      for (const id of ids) {
+        const running = await until(
+          async () => (await app.http().get(`/api/v1/jobs/${id}`).set('authorization', alice)).body,
+          (j) => j.status === 'running' && j.external_id !== null,
+          60_000,
+        );
+        expect(running.status).toBe('running');
+        pids.push(Number(running.external_id));
+      }
+
       const all = collect<{ jobs: { id: string; status: string } }>(
         client,
         'subscription { jobs { id status } }',
@@ -375,6 +388,13 @@ describe('a gap in the event connection', () => {
       const res = await within(waiting, 60_000, 'the answer of the waiting request');
       expect(res.status).toBe(201);
       expect(res.body.job).toMatchObject({ id: ids[2], status: 'canceled' });
+      expect(
+        await until(
+          async () => pids.filter(alive),
+          (left) => left.length === 0,
+          60_000,
+        ),
+      ).toEqual([]);
       const messages = await receiver.until((r) => r.filter((m) => m.path === '/gap').length >= ids.length);
       expect(
         messages
