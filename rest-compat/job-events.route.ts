@@ -1,10 +1,9 @@
 import { Router, type Request, type Response } from 'express';
 import { ownerOf, requirePrincipal, type Principal } from '../src/auth/principal';
 import { AppError, toAppError } from '../src/common/errors';
-import { CHANNELS, type EventBus } from '../src/events/event-bus';
+import type { JobEvents } from '../src/jobs/job.events';
 import type { EventScope, JobHistory, RecordedEvent } from '../src/jobs/job.history';
-import type { JobLogEvent } from '../src/jobs/job.runner';
-import type { JobEvent, JobService } from '../src/jobs/job.service';
+import type { JobService } from '../src/jobs/job.service';
 import { isTerminal } from '../src/jobs/job.states';
 import { sendError } from '../src/http/http.helpers';
 import type { ApiDoc } from '../src/http/openapi/openapi.docs';
@@ -145,7 +144,7 @@ export const jobEventDocs: ApiDoc[] = [
  * principal, live). `Last-Event-ID` (or `?last_event_id=`) resumes after that event, from the
  * database, even after the job ended. A byte stream, so it calls the services directly.
  */
-export function jobEventRoutes(jobs: JobService, history: JobHistory, bus: EventBus): Router {
+export function jobEventRoutes(jobs: JobService, history: JobHistory, events: JobEvents): Router {
   const router = Router();
   const handle =
     (scopeOf: (req: Request, principal: Principal) => Promise<EventScope & { ended?: boolean }>) =>
@@ -162,7 +161,7 @@ export function jobEventRoutes(jobs: JobService, history: JobHistory, bus: Event
         // An ended job with nothing after the reader's id: 204 tells an EventSource to stop reconnecting.
         if (scope.ended && given && !(await history.from(scope, given.seq, 2)).some((e) => isAfter(e, given)))
           return void res.status(204).end();
-        await stream(req, res, scope, start, history, bus);
+        await stream(req, res, scope, start, history, events);
       } catch (err) {
         const { error, unexpected } = toAppError(err);
         if (unexpected) req.log?.error({ err }, 'unexpected error in an event stream');
@@ -194,12 +193,8 @@ async function stream(
   scope: EventScope,
   start: Position | null,
   history: JobHistory,
-  bus: EventBus,
+  events: JobEvents,
 ): Promise<void> {
-  const inScope = (e: { jobId: string; ownerType: string; ownerId: string }) =>
-    'jobId' in scope
-      ? e.jobId === scope.jobId
-      : e.ownerType === scope.owner.type && e.ownerId === scope.owner.id;
   const pending: RecordedEvent[] = [];
   let wake: (() => void) | null = null;
   let closed = false;
@@ -208,18 +203,12 @@ async function stream(
     wake?.();
   };
   // Listening before the replay, so nothing falls in between (duplicates are skipped by id).
-  const offs = [
-    bus.on(CHANNELS.jobs, (p) => {
-      const e = p as JobEvent;
-      if (inScope(e))
-        push({ kind: 'transition', seq: e.seq, jobId: e.jobId, status: e.status, from: e.from, at: e.at });
-    }),
-    bus.on(CHANNELS.jobLogs, (p) => {
-      const e = p as JobLogEvent & { seq?: number };
-      if (inScope(e) && e.seq !== undefined)
-        push({ kind: 'log', seq: e.seq, jobId: e.jobId, lines: e.lines });
-    }),
-  ];
+  // Transitions of a gap in the bus connection are read back by JobEvents (a job's end too).
+  const off = await events.listen(scope, {
+    transition: (e) =>
+      push({ kind: 'transition', seq: e.seq, jobId: e.jobId, status: e.status, from: e.from, at: e.at }),
+    lines: (e) => push({ kind: 'log', seq: e.seq, jobId: e.jobId, lines: e.lines }),
+  });
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
   const done = () => {
     closed = true;
@@ -265,7 +254,7 @@ async function stream(
     }
   } finally {
     clearInterval(keepalive);
-    for (const off of offs) off();
+    off();
     res.off('close', done);
     if (!res.writableEnded) res.end();
   }

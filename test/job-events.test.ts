@@ -1,5 +1,6 @@
 import { startTestApp, type TestApp } from './helpers/app';
 import { deploy, PROGRAM, programModel, waitForJob } from './helpers/jobs';
+import { readEvents, type Sse } from './helpers/sse';
 
 jest.setTimeout(90_000);
 
@@ -16,58 +17,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-interface Sse {
-  id: string;
-  event: string;
-  data: { job_id: string; status: string; from?: string | null; stream?: string; line?: string };
-}
-
-/**
- * Opens an event stream and reads events until `stop` says so or the server ends it. Parses
- * `text/event-stream` as the HTML specification says (fields up to a blank line).
- */
-async function read(
-  path: string,
-  auth: string | undefined,
-  opts: { lastEventId?: string; stop?: (events: Sse[]) => boolean; opened?: () => void } = {},
-): Promise<{ status: number; type: string | null; events: Sse[] }> {
-  const controller = new AbortController();
-  const headers: Record<string, string> = {};
-  if (auth) headers.authorization = auth;
-  if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
-  const res = await fetch(`${t.url}${path}`, { headers, signal: controller.signal });
-  const events: Sse[] = [];
-  if (res.status !== 200 || !res.body)
-    return { status: res.status, type: res.headers.get('content-type'), events };
-  opts.opened?.();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const fields = Object.fromEntries(
-          block
-            .split('\n')
-            .filter((l) => l && !l.startsWith(':'))
-            .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
-        );
-        if (fields.data === undefined) continue;
-        events.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data) });
-        if (opts.stop?.(events)) {
-          controller.abort();
-          return { status: 200, type: res.headers.get('content-type'), events };
-        }
-      }
-    }
-  } catch (err) {
-    if ((err as Error).name !== 'AbortError') throw err;
-  }
-  return { status: 200, type: res.headers.get('content-type'), events };
-}
+/** Reads the stream at `path` of the suite's app (see readEvents). */
+const read = (path: string, auth: string | undefined, opts: Parameters<typeof readEvents>[2] = {}) =>
+  readEvents(`${t.url}${path}`, auth, opts);
 
 /** The events of a successful run of the `lines` program printing `n` lines. */
 const history = (n: number) => [

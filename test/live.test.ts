@@ -5,7 +5,10 @@ import { openOrm, type Orm } from '../src/db/orm';
 import { entities } from '../src/server/entities';
 import { JobService } from '../src/jobs/job.service';
 import { startTestApp, type TestApp } from './helpers/app';
-import { deploy } from './helpers/jobs';
+import { alive, deploy, PROGRAM, programModel } from './helpers/jobs';
+import { until } from './helpers/media';
+import { readEvents } from './helpers/sse';
+import { WebhookReceiver } from './helpers/webhook-receiver';
 
 jest.setTimeout(240_000);
 
@@ -246,6 +249,168 @@ describe('a gap in the event connection', () => {
       await client.dispose();
       await other?.close(true);
       await app.close();
+    }
+  });
+
+  it('leaves no consumer stale: subscriptions, event streams, a waiting request and webhooks all see the jobs end', async () => {
+    const receiver = await WebhookReceiver.start();
+    const app = await startTestApp(
+      {
+        ROLES: 'api,worker',
+        LOCAL_EXECUTOR_TRUST: 'any',
+        LOCAL_EXECUTOR_CONCURRENCY: '4',
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE: `127.0.0.1:${receiver.port}`,
+      },
+      { issuer: t.issuer },
+    );
+    const database = new URL(app.databaseUrl).pathname.slice(1);
+    const admin = new PgClient({ connectionString: process.env.TEST_PG_ADMIN_URL });
+    await admin.connect();
+    const listener = `from pg_stat_activity where datname = $1 and application_name = 'media-platform-events' and backend_type = 'client backend'`;
+    let other: Orm | null = null;
+    const client = connect(app, alice);
+    try {
+      // The worker's own listener.
+      const listeners = app.runtime.services.events.listenerCount();
+      // Jobs that run until they are stopped, each with a webhook for its end.
+      const idle = await programModel(app, alice, 'idle');
+      const hook = receiver.url('/gap');
+      const create = async () => {
+        const res = await app.gql(
+          'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { job { id } } }',
+          { input: { name: 'gap', modelId: idle, args: {}, webhook: hook } },
+          alice,
+        );
+        return res.body.data.createDeployment.job.id as string;
+      };
+      const ids = [await create(), await create()];
+      // A job of the same owner that keeps printing: its events keep coming while the connection is set up again.
+      const chatty = await programModel(app, alice, 'lines', {
+        command: `node "${PROGRAM}" lines 100000 5 {args}`,
+      });
+      const chatter = await deploy(app, alice, chatty, {});
+      // A synchronous run: the request waits for its job's end.
+      const waiting = app
+        .http()
+        .post('/api/v1/deployments')
+        .set('authorization', alice)
+        .set('prefer', 'wait=60')
+        .send({ name: 'gap wait', model_id: idle, args: {}, webhook: hook })
+        .then((res) => res);
+      for (;;) {
+        const listed = await app.http().get('/api/v1/jobs?limit=10').set('authorization', alice);
+        const found = (listed.body as { id: string }[]).find(
+          (j) => !ids.includes(j.id) && j.id !== chatter.jobId,
+        );
+        if (found) {
+          ids.push(found.id);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+
+      // Their processes, which the worker must stop once it hears of the ends.
+      const pids: number[] = [];
+      for (const id of ids) {
+        const running = await until(
+          async () => (await app.http().get(`/api/v1/jobs/${id}`).set('authorization', alice)).body,
+          (j) => j.status === 'running' && j.external_id !== null,
+          60_000,
+        );
+        expect(running.status).toBe('running');
+        pids.push(Number(running.external_id));
+      }
+
+      const all = collect<{ jobs: { id: string; status: string } }>(
+        client,
+        'subscription { jobs { id status } }',
+        {},
+        (v) => ids.every((id) => v.some((x) => x.jobs.id === id && x.jobs.status === 'CANCELED')),
+      );
+      const ones = ids.map((id) =>
+        collect<{ jobUpdated: { status: string } }>(
+          client,
+          'subscription ($id: ID!) { jobUpdated(id: $id) { status } }',
+          { id },
+        ),
+      );
+      const allStream = readEvents(`${app.url}/api/v1/jobs/events`, alice, {
+        stop: (events) =>
+          ids.every((id) => events.some((e) => e.data.job_id === id && e.data.status === 'canceled')),
+      });
+      const oneStreams = ids.map((id) => readEvents(`${app.url}/api/v1/jobs/${id}/events`, alice));
+      // Every consumer listens: 4 subscriptions, 4 streams and the waiting request.
+      while (app.runtime.services.events.listenerCount() < listeners + 9)
+        await new Promise((r) => setTimeout(r, 20));
+
+      // Each job ends while the service's listening connection is gone and cannot come back (on a
+      // connection of another process, opened before, as another worker would end it); then the
+      // listening connection is cut once more right after it came back.
+      other = await openOrm({ clientUrl: app.databaseUrl });
+      await other.em.fork().execute('select 1');
+      const jobs = new JobService(other);
+      const listening = async () => {
+        while (Number((await admin.query(`select count(*) ${listener}`, [database])).rows[0].count) < 1)
+          await new Promise((r) => setTimeout(r, 20));
+      };
+      for (const id of ids) {
+        await admin.query(`alter database ${database} allow_connections false`);
+        await admin.query(`select pg_terminate_backend(pid) ${listener}`, [database]);
+        expect(await jobs.transition(id, 'canceled')).not.toBeNull();
+        await admin.query(`alter database ${database} allow_connections true`);
+        await listening();
+        await admin.query(`select pg_terminate_backend(pid) ${listener}`, [database]);
+        await listening();
+      }
+
+      const seen = await within(all.done, 60_000, 'the ended jobs on `jobs`');
+      for (const id of ids)
+        expect(
+          seen
+            .filter((v) => v.jobs.id === id)
+            .map((v) => v.jobs.status)
+            .at(-1),
+        ).toBe('CANCELED');
+      for (const one of ones)
+        expect(
+          (await within(one.done, 60_000, 'the end on `jobUpdated`')).map((v) => v.jobUpdated.status).at(-1),
+        ).toBe('CANCELED');
+      const listed = await within(allStream, 60_000, 'the ended jobs on /api/v1/jobs/events');
+      expect(new Set(listed.events.map((e) => e.id)).size).toBe(listed.events.length);
+      // A single job's stream ends by itself, its job's end last.
+      for (const [i, stream] of oneStreams.entries()) {
+        const { events } = await within(stream, 60_000, `the end of /api/v1/jobs/${ids[i]}/events`);
+        expect(events.at(-1)).toMatchObject({
+          event: 'transition',
+          data: { job_id: ids[i], status: 'canceled' },
+        });
+      }
+      const res = await within(waiting, 60_000, 'the answer of the waiting request');
+      expect(res.status).toBe(201);
+      expect(res.body.job).toMatchObject({ id: ids[2], status: 'canceled' });
+      expect(
+        await until(
+          async () => pids.filter(alive),
+          (left) => left.length === 0,
+          60_000,
+        ),
+      ).toEqual([]);
+      const messages = await receiver.until((r) => r.filter((m) => m.path === '/gap').length >= ids.length);
+      expect(
+        messages
+          .filter((m) => m.path === '/gap')
+          .map((m) => JSON.parse(m.body) as { id: string; status: string })
+          .map((j) => `${j.id}:${j.status}`)
+          .sort(),
+      ).toEqual(ids.map((id) => `${id}:canceled`).sort());
+    } finally {
+      await admin.query(`alter database ${database} allow_connections true`);
+      await admin.end();
+      await client.dispose();
+      await other?.close(true);
+      await app.close();
+      await receiver.close();
     }
   });
 });

@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import { Client, type Notification } from 'pg';
 import type { Logger } from '../common/logger';
 import { boundedConnection, boundQueries } from '../db/pg-bounds';
 
@@ -70,7 +70,10 @@ export class EventBus {
       connectionString: this.databaseUrl,
       ...boundedConnection(this.queryTimeoutMs, 'media-platform-events'),
     });
-    client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload));
+    // Its notifications wait until it listens on every channel and those who care know of the gap:
+    // one heard earlier would reach them before the older events of the gap they read back.
+    let early: Notification[] | null = [];
+    client.on('notification', (msg) => (early ? early.push(msg) : this.dispatch(msg.channel, msg.payload)));
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     await client.connect();
@@ -95,6 +98,9 @@ export class EventBus {
     this.pingTimer.unref();
     // Events sent while it was away are gone: those who care look again.
     if (reconnected) for (const cb of this.reconnectHandlers) cb();
+    const heard = early;
+    early = null;
+    for (const msg of heard) this.dispatch(msg.channel, msg.payload);
   }
 
   private lost(client: Client, err?: Error): void {

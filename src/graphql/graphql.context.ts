@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal';
-import type { JobLive } from '../jobs/job.live';
 import type { Loaders } from './graphql.loaders';
 
 /**
@@ -18,15 +17,17 @@ export interface IdempotentCreation {
   record(kind: string, id: string): { sql: string; params: unknown[] };
 }
 
-/** What every resolver sees; built the same way for HTTP, REST-compat and websocket requests. */
+/**
+ * What every resolver sees; built the same way for HTTP, REST-compat and websocket requests. A
+ * module that puts a part of its own in every context (the job events' live feed) declares it
+ * here by module augmentation from its own folder, so this ground imports no module.
+ */
 export interface RequestContext {
   requestId: string;
   principal: Principal | null;
   log: Logger;
   /** DataLoaders of this request (one set per request, never shared). */
   loaders: Loaders;
-  /** Live job events for subscriptions (one feed per process). */
-  live: JobLive;
   /** Present when the request holds an Idempotency-Key (HTTP requests only). */
   idempotency?: IdempotentCreation;
 }

@@ -1,11 +1,11 @@
 import { ownerOf, type Principal } from '../auth/principal';
 import { isDatabaseUnavailable } from '../common/errors';
-import type { Logger } from '../common/logger';
 import { pause } from '../common/time';
-import { CHANNELS, EventQueue, type EventBus } from '../events/event-bus';
+import { EventQueue } from '../events/event-bus';
 import type { Job } from './job.entity';
+import type { JobEvents } from './job.events';
+import type { EventScope } from './job.history';
 import type { LogLine } from './job.log';
-import type { JobLogEvent } from './job.runner';
 import type { JobEvent, JobService, JobSnapshot } from './job.service';
 import { isTerminal, type JobStatus } from './job.states';
 
@@ -28,20 +28,13 @@ interface Delivery {
   update: JobUpdate | Promise<JobUpdate | null>;
 }
 
-/** A `jobs` or `jobUpdated(id)` subscription, registered under its owner's or its job's key. */
-interface Watcher {
-  needs: JobNeeds;
-  queue: EventQueue<Delivery>;
+/** What every subscription that reads an event shares: the job from its payload, and one read of it. */
+interface Shared {
+  fromPayload: Job | null;
+  read?: Promise<JobUpdate | null>;
 }
 
-/** Seqs of events heard, remembered so that an event re-read after a gap is not delivered twice. */
-const HEARD_MEMORY = 10_000;
-/** After a gap, transitions this far below the latest heard are looked at again (commit order of different jobs' transitions is not id order). */
-const RESYNC_LOOKBACK = 1_000;
 const READ_ATTEMPTS = 5;
-
-const ownerKey = (type: string, id: string) => `${type}:${id}`;
-const jobKey = (id: string) => `job:${id}`;
 
 /**
  * The values of a subscription, each item of `queue` mapped to zero or more of them. Written by
@@ -88,34 +81,23 @@ class Feed<E, T> implements AsyncIterableIterator<T> {
 }
 
 /**
- * Live job events for GraphQL subscriptions, fed by LISTEN/NOTIFY so that a subscriber on any
- * process sees jobs run by any other. Every feed is scoped to the principal's owner.
+ * Live job events for GraphQL subscriptions, from the process's JobEvents (so that a subscriber on
+ * any process sees jobs run by any other, and those of a gap in the bus connection too). Every
+ * feed is scoped to the principal's owner.
  *
- * One listener per process fans each event out to the subscriptions that may see it (by owner,
- * or by job). A subscription whose fields are all in the event's payload is answered from it;
- * the others share one read of the job per event. After the event bus reconnects, the
- * transitions of the gap are read back and delivered in order, so nobody is left stale.
+ * A subscription whose fields are all in the event's payload is answered from it; the others
+ * share one read of the job per event.
  */
 export class JobLive {
-  private readonly watchers = new Map<string, Set<Watcher>>();
   private watcherCount = 0;
   private logFeeds = 0;
-  private readonly heard = new Set<number>();
-  private readonly heardOrder: number[] = [];
-  private highest = 0;
-  private baseline: Promise<number> | null = null;
-  /** Events heard while the gap is read back: delivered after it, in order. */
-  private held: JobEvent[] | null = null;
-  private resyncs = 0;
+  /** The event being handed out and what its subscriptions share (the hub hands an event to all its listeners in one go). */
+  private current: { event: JobEvent; shared: Shared } | null = null;
 
   constructor(
-    private readonly bus: EventBus,
+    private readonly events: JobEvents,
     private readonly jobs: JobService,
-    private readonly log?: Logger,
-  ) {
-    bus.on(CHANNELS.jobs, (payload) => this.hear(payload as JobEvent));
-    bus.onReconnect(() => void this.resync());
-  }
+  ) {}
 
   /** Subscriptions open now (a health figure; ended ones must not count). */
   subscriberCount(): number {
@@ -124,10 +106,8 @@ export class JobLive {
 
   /** Every transition of all the principal's jobs. */
   async all(principal: Principal, needs: JobNeeds = null): Promise<AsyncIterableIterator<JobUpdate>> {
-    await this.knowBaseline();
-    const owner = ownerOf(principal);
-    const watcher = this.watch(ownerKey(owner.type, owner.id), needs);
-    return new Feed(watcher.queue, async (d) => {
+    const queue = await this.watch({ owner: ownerOf(principal) }, needs);
+    return new Feed(queue, async (d) => {
       const update = await d.update;
       return { values: update ? [update] : [] };
     });
@@ -143,16 +123,15 @@ export class JobLive {
     needs: JobNeeds = null,
   ): Promise<AsyncIterableIterator<JobUpdate>> {
     const job = await this.jobs.get(principal, id);
-    await this.knowBaseline();
     // Registered before the state is read, so no transition falls in between; what the state
     // already shows (by its transition's id, read in the same statement) is not shown again.
-    const watcher = this.watch(jobKey(job.id), needs);
+    const queue = await this.watch({ jobId: job.id }, needs);
     try {
       const now = await this.jobs.withLastTransition(job.id);
       const current = now?.job ?? job;
       const seen = now?.seq ?? 0;
       return new Feed(
-        watcher.queue,
+        queue,
         async (d) => {
           if (d.seq <= seen) return { values: [] };
           const update = await d.update;
@@ -162,7 +141,7 @@ export class JobLive {
         isTerminal(current.status),
       );
     } catch (err) {
-      void watcher.queue.return();
+      void queue.return();
       throw err;
     }
   }
@@ -171,28 +150,23 @@ export class JobLive {
   async logs(principal: Principal, id: string): Promise<AsyncIterableIterator<LogLine>> {
     const job = await this.jobs.get(principal, id);
     type Event = { lines: LogLine[] } | { ended: true };
-    const endIfEnded = async () => {
-      const now = await this.jobs.byId(job.id);
-      if (now && isTerminal(now.status)) queue.push({ ended: true });
-    };
-    const offs = [
-      this.bus.on(CHANNELS.jobLogs, (e) => {
-        if ((e as JobLogEvent).jobId === job.id) queue.push({ lines: (e as JobLogEvent).lines });
-      }),
-      // A job's lines are published before the transition that ends it.
-      this.bus.on(CHANNELS.jobs, (e) => {
-        if ((e as JobEvent).jobId === job.id && isTerminal((e as JobEvent).status))
-          queue.push({ ended: true });
-      }),
-      // Its end may have fallen into a gap of the connection (its lines of the gap are in logTail).
-      this.bus.onReconnect(() => void endIfEnded().catch(() => undefined)),
-    ];
+    let off: (() => void) | undefined;
     this.logFeeds++;
     const queue = new EventQueue<Event>(() => {
-      offs.forEach((off) => off());
+      off?.();
       this.logFeeds--;
     });
     try {
+      // A job's lines are published before the transition that ends it (one in a gap is read back).
+      off = await this.events.listen(
+        { jobId: job.id },
+        {
+          lines: (e) => queue.push({ lines: e.lines }),
+          transition: (e) => {
+            if (isTerminal(e.status)) queue.push({ ended: true });
+          },
+        },
+      );
       const now = await this.jobs.byId(job.id);
       return new Feed(
         queue,
@@ -206,53 +180,32 @@ export class JobLive {
     }
   }
 
-  private watch(key: string, needs: JobNeeds): Watcher {
-    let set = this.watchers.get(key);
-    if (!set) this.watchers.set(key, (set = new Set()));
-    const watcher: Watcher = {
-      needs,
-      queue: new EventQueue<Delivery>(() => {
-        if (set.delete(watcher)) this.watcherCount--;
-        if (!set.size && this.watchers.get(key) === set) this.watchers.delete(key);
-      }),
-    };
-    set.add(watcher);
+  /** A queue of the transitions in `scope`, listening until it is closed. */
+  private async watch(scope: EventScope, needs: JobNeeds): Promise<EventQueue<Delivery>> {
+    let off: (() => void) | undefined;
     this.watcherCount++;
-    return watcher;
-  }
-
-  /** The latest transition when this process began to watch: where a read-back after a gap starts at most. */
-  private async knowBaseline(): Promise<void> {
-    this.baseline ??= this.jobs.lastTransitionId().catch((err) => {
-      this.baseline = null;
-      throw err;
+    const queue = new EventQueue<Delivery>(() => {
+      off?.();
+      this.watcherCount--;
     });
-    this.highest = Math.max(this.highest, await this.baseline);
-  }
-
-  private hear(e: JobEvent): void {
-    if (this.held) this.held.push(e);
-    else this.deliver(e);
-  }
-
-  private deliver(e: JobEvent): void {
-    if (this.heard.has(e.seq)) return;
-    this.heard.add(e.seq);
-    this.heardOrder.push(e.seq);
-    if (this.heardOrder.length > HEARD_MEMORY) this.heard.delete(this.heardOrder.shift()!);
-    this.highest = Math.max(this.highest, e.seq);
-    const byOwner = this.watchers.get(ownerKey(e.ownerType, e.ownerId));
-    const byJob = this.watchers.get(jobKey(e.jobId));
-    if (!byOwner && !byJob) return;
-    const fromPayload = e.job ? jobOf(e.job) : null;
-    let read: Promise<JobUpdate | null> | undefined;
-    for (const watcher of [...(byOwner ?? []), ...(byJob ?? [])]) {
-      const update =
-        fromPayload && covers(e.job!, watcher.needs)
-          ? { job: fromPayload, status: e.status }
-          : (read ??= this.read(e));
-      watcher.queue.push({ seq: e.seq, status: e.status, update });
+    try {
+      off = await this.events.onTransition(scope, (e) => queue.push(this.delivery(e, needs)));
+    } catch (err) {
+      void queue.return();
+      throw err;
     }
+    return queue;
+  }
+
+  private delivery(e: JobEvent, needs: JobNeeds): Delivery {
+    if (this.current?.event !== e)
+      this.current = { event: e, shared: { fromPayload: e.job ? jobOf(e.job) : null } };
+    const { shared } = this.current;
+    const update =
+      shared.fromPayload && covers(e.job!, needs)
+        ? { job: shared.fromPayload, status: e.status }
+        : (shared.read ??= this.read(e));
+    return { seq: e.seq, status: e.status, update };
   }
 
   /**
@@ -277,44 +230,6 @@ export class JobLive {
     read.catch(() => undefined);
     return read;
   }
-
-  /**
-   * After the bus reconnected: the transitions of the watched owners and jobs since the latest
-   * event heard (and a margin below it) are read back and delivered in order with what is heard
-   * meanwhile; those already heard are skipped. Retried until it succeeds or another gap began.
-   */
-  private async resync(): Promise<void> {
-    const generation = ++this.resyncs;
-    const held = (this.held ??= []);
-    try {
-      for (let wait = 200; generation === this.resyncs; wait = Math.min(wait * 2, 5000)) {
-        const owners: string[] = [];
-        const jobIds: string[] = [];
-        for (const key of this.watchers.keys())
-          if (key.startsWith('job:')) jobIds.push(key.slice(4));
-          else owners.push(key);
-        if (!owners.length && !jobIds.length) return;
-        try {
-          const after = Math.max(await this.baselineOrZero(), this.highest - RESYNC_LOOKBACK);
-          held.push(...(await this.jobs.transitionsAfter(after, owners, jobIds)));
-          return;
-        } catch (err) {
-          this.log?.warn({ err, retryInMs: wait }, 'cannot read the job events of a gap yet');
-          await pause(wait);
-        }
-      }
-    } finally {
-      if (generation === this.resyncs) {
-        this.held = null;
-        held.sort((a, b) => a.seq - b.seq);
-        for (const e of held) this.deliver(e);
-      }
-    }
-  }
-
-  private async baselineOrZero(): Promise<number> {
-    return this.baseline ? this.baseline.catch(() => 0) : 0;
-  }
 }
 
 /** Whether an event's payload holds every property the subscriber's fields are made of. */
@@ -332,4 +247,11 @@ function jobOf(snapshot: JobSnapshot): Job {
   const job: Record<string, unknown> = { ...rest, deployment: { id: deploymentId } };
   for (const key of DATES) if (typeof job[key] === 'string') job[key] = new Date(job[key] as string);
   return job as unknown as Job;
+}
+
+declare module '../graphql/graphql.context' {
+  interface RequestContext {
+    /** Live job events for subscriptions (one feed per process). */
+    live: JobLive;
+  }
 }

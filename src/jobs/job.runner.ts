@@ -9,14 +9,14 @@ import { pause } from '../common/time';
 import { boundedPool } from '../db/pg-bounds';
 import type { DeploymentService } from '../deployments/deployment.service';
 import { DISPATCH_TASK } from '../deployments/deployment.service';
-import { CHANNELS, type EventBus } from '../events/event-bus';
 import type { Executor } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
 import type { JobReservation, LocalWorker } from './job.claim';
+import type { JobEvents, JobLogEvent } from './job.events';
 import type { Job } from './job.entity';
 import { JobFollow, type FollowContext } from './job.follow';
 import type { LogLine } from './job.log';
-import type { JobEvent, JobService } from './job.service';
+import type { JobService } from './job.service';
 import { isTerminal, type JobStatus } from './job.states';
 
 /** A worker whose heartbeat (database time) is older than this is gone; its jobs are reconciled. */
@@ -39,14 +39,6 @@ export interface JobRunnerOptions {
   concurrency: number;
   /** DATABASE_QUERY_TIMEOUT_MS, for the queue's own connections. */
   queryTimeoutMs?: number;
-}
-
-/** The log-line payload on CHANNELS.jobLogs. */
-export interface JobLogEvent {
-  jobId: string;
-  ownerType: Job['ownerType'];
-  ownerId: string;
-  lines: LogLine[];
 }
 
 /** Why a dispatch task gives its job back to the queue: graphile-worker retries it later. */
@@ -98,7 +90,7 @@ export class JobRunner implements LocalWorker {
     private readonly deployments: DeploymentService,
     media: MediaService,
     private readonly executor: Executor,
-    private readonly bus: EventBus,
+    private readonly events: JobEvents,
     private readonly log: Logger,
     private readonly opts: JobRunnerOptions,
   ) {
@@ -120,17 +112,10 @@ export class JobRunner implements LocalWorker {
     this.every(HEARTBEAT_MS, () => this.beat().catch((err) => this.beatFailed(err)));
     // A job of this worker that reached an end elsewhere (canceled by its owner through any
     // process, or failed by a reconciliation) must not keep running.
+    // (Those of a gap in the bus connection are read back by JobEvents.)
     this.offEvents = [
-      this.bus.on(CHANNELS.jobs, (payload) => {
-        const e = payload as JobEvent;
+      await this.events.onTransition('every', (e) => {
         if (isTerminal(e.status)) this.following.get(e.jobId)?.stop();
-      }),
-      // Events of a gap in the connection are lost: look at the jobs themselves.
-      this.bus.onReconnect(() => {
-        for (const jobId of this.following.keys())
-          void this.jobs.byId(jobId).then((job) => {
-            if (job && isTerminal(job.status)) this.following.get(jobId)?.stop();
-          });
       }),
     ];
     await this.reconcile();

@@ -312,20 +312,25 @@ export class JobService {
   }
 
   /**
-   * Transitions after `afterSeq` of the given owners' jobs and of the given jobs, in order, as
-   * events without the job's columns (a subscriber that needs them reads the job as it is now).
+   * Transitions after `afterSeq` of the given owners' jobs and of the given jobs (of every job
+   * when `of` is null), in order, as events without the job's columns (a subscriber that needs
+   * them reads the job as it is now).
    */
   async transitionsAfter(
     afterSeq: number,
-    owners: readonly string[],
-    jobIds: readonly string[],
+    of: { owners: readonly string[]; jobIds: readonly string[] } | null,
   ): Promise<JobEvent[]> {
     const rows: Record<string, unknown>[] = await this.orm.em.fork().execute(
       `select t.id::text as seq, t.job_id, t.from_status, t.to_status, t.at, j.owner_type, j.owner_id
        from job_transitions t join jobs j on j.id = t.job_id
-       where t.id > ? and (t.job_id = any(?::uuid[]) or j.owner_type || ':' || j.owner_id = any(?::text[]))
+       where t.id > ? and (?::boolean or t.job_id = any(?::uuid[]) or j.owner_type || ':' || j.owner_id = any(?::text[]))
        order by t.id`,
-      [afterSeq, `{${jobIds.join(',')}}`, `{${owners.map((o) => `"${o}"`).join(',')}}`],
+      [
+        afterSeq,
+        of === null,
+        `{${of?.jobIds.join(',') ?? ''}}`,
+        `{${of?.owners.map((o) => `"${o}"`).join(',') ?? ''}}`,
+      ],
     );
     return rows.map((r) => ({
       jobId: r.job_id as string,

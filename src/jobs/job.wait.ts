@@ -1,18 +1,18 @@
 import type { Owner } from '../auth/principal';
-import { CHANNELS, type EventBus } from '../events/event-bus';
-import type { JobEvent, JobService } from './job.service';
+import type { JobEvents } from './job.events';
+import type { JobService } from './job.service';
 import { isTerminal } from './job.states';
 
 /** The longest a request may wait for a job (`Prefer: wait`). */
 export const MAX_WAIT_SECONDS = 60;
 
 /**
- * Waits for jobs to end by listening on the event bus: while it waits it holds no database
- * connection and no worker slot, only a listener in this process.
+ * Waits for jobs to end by listening to the process's job events: while it waits it holds no
+ * database connection and no worker slot, only a listener in this process.
  */
 export class JobWaiter {
   constructor(
-    private readonly bus: EventBus,
+    private readonly events: JobEvents,
     private readonly jobs: JobService,
   ) {}
 
@@ -24,16 +24,13 @@ export class JobWaiter {
     const deadline = Date.now() + ms;
     const ended = new Set<string>();
     let wake: (() => void) | null = null;
-    const offs = [
-      this.bus.on(CHANNELS.jobs, (payload) => {
-        const e = payload as JobEvent;
-        if (e.ownerType !== owner.type || e.ownerId !== owner.id || !isTerminal(e.status)) return;
-        ended.add(e.jobId);
-        wake?.();
-      }),
-      // Events of a gap in the connection are lost: look at the job again.
-      this.bus.onReconnect(() => wake?.()),
-    ];
+    // The owner's, not the job's: an automatic retry is another job. An end that fell into a gap
+    // of the bus connection is read back by JobEvents.
+    const off = await this.events.onTransition({ owner }, (e) => {
+      if (!isTerminal(e.status)) return;
+      ended.add(e.jobId);
+      wake?.();
+    });
     try {
       let current: string | null = jobId;
       while (current) {
@@ -55,7 +52,7 @@ export class JobWaiter {
         current = await this.jobs.automaticRetryOf(current);
       }
     } finally {
-      for (const off of offs) off();
+      off();
     }
   }
 }

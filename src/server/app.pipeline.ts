@@ -125,7 +125,7 @@ export function appPipeline({
     },
     { routes: 'login', handle: loginRoutes(config, services) },
     // Before the table: `/api/v1/jobs/events` is not a job id.
-    { routes: 'job events', handle: jobEventRoutes(services.jobs, services.history, services.bus) },
+    { routes: 'job events', handle: jobEventRoutes(services.jobs, services.history, services.events) },
     // The table's GET paths without parameters take the REST lane (docs/rest-compat.md).
     {
       routes: 'REST table',

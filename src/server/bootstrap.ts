@@ -167,7 +167,7 @@ export async function startRuntime(
         services.deployments,
         services.media,
         createExecutor(config, log),
-        bus,
+        services.events,
         log,
         {
           databaseUrl,

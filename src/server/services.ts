@@ -10,6 +10,7 @@ import type { Config } from '../config';
 import { DeploymentService } from '../deployments/deployment.service';
 import { RateLimit } from '../rate-limits/rate-limiter';
 import type { EventBus } from '../events/event-bus';
+import { JobEvents } from '../jobs/job.events';
 import { JobLive } from '../jobs/job.live';
 import { JobLifecycle } from '../jobs/job.lifecycle';
 import { JobService } from '../jobs/job.service';
@@ -79,6 +80,8 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     callLinkLimit(orm, config),
   );
   const jobs = new JobService(orm, lifecycle);
+  // The process's one listener for job events: every live consumer listens to it, none to the bus.
+  const events = new JobEvents(bus, jobs, log);
   const webhooks = new WebhookService(orm, {
     allowHttp: config.webhookAllowHttp,
     allowPrivate: config.webhookAllowPrivate,
@@ -88,7 +91,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     config,
     models,
     media,
-    new JobWaiter(bus, jobs),
+    new JobWaiter(events, jobs),
     webhooks,
     config.rateLimitDeploymentsPerMinute > 0
       ? new RateLimit(orm, {
@@ -99,7 +102,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
       : null,
     lifecycle,
   );
-  const live = new JobLive(bus, jobs, log);
+  const live = new JobLive(events, jobs);
   const billing = new BillingService(orm, config.prices);
   const idempotency = new IdempotencyService(orm);
   const history = new JobHistory(orm);
@@ -114,6 +117,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     telephony,
     jobs,
     deployments,
+    events,
     live,
     billing,
     webhooks,
