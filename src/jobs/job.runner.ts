@@ -12,10 +12,9 @@ import { DISPATCH_TASK } from '../deployments/deployment.service';
 import type { Executor } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
 import type { JobReservation, LocalWorker } from './job.claim';
-import type { JobEvents, JobLogEvent } from './job.events';
+import type { JobEvents } from './job.events';
 import type { Job } from './job.entity';
 import { JobFollow, type FollowContext } from './job.follow';
-import type { LogLine } from './job.log';
 import type { JobService } from './job.service';
 import { isTerminal, type JobStatus } from './job.states';
 
