@@ -39,6 +39,8 @@ export interface JobRunnerOptions {
   concurrency: number;
   /** DATABASE_QUERY_TIMEOUT_MS, for the queue's own connections. */
   queryTimeoutMs?: number;
+  /** CLUSTER_RETRY_SECONDS: how long a submission or cancel waits for an unreachable cluster. */
+  clusterRetrySeconds?: number;
 }
 
 /** The log-line payload on CHANNELS.jobLogs. */
@@ -110,6 +112,7 @@ export class JobRunner implements LocalWorker {
       executor,
       log,
       publish: (job, lines) => jobs.publishLines(job, lines),
+      clusterRetrySeconds: opts.clusterRetrySeconds ?? 3600,
       notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
       untilAvailable: (step) => this.untilAvailable(step),
     };
