@@ -1,6 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { createLogger } from '../src/common/logger';
+import type { JobObserver } from '../src/executors/executor.port';
+import { builtinPrograms, slurmJobScript } from '../src/executors/executor.factory';
+import { SlurmExecutor } from '../src/executors/slurm.executor';
 import { createTestDatabase } from '../test/helpers/db';
 import { restApi as api, type RestJob } from '../test/helpers/jobs';
 import { until } from '../test/helpers/media';
@@ -130,4 +136,44 @@ it('a controller restart: running jobs carry on, a new job waits starting and is
   );
   expect(slurmJob(toCancel.external_id!)?.state).toBe('CANCELLED');
   expect((await api(port, auth).job(canceled)).status).toBe('canceled');
+});
+
+it('a submission tried again (its answer lost) finds the job the first one submitted, and submits no second', async () => {
+  const executor = new SlurmExecutor({
+    path: process.env.PATH!,
+    slurmConf: undefined,
+    pollSeconds: 1,
+    runtime: 'none',
+    machineTypes: null,
+    programs: builtinPrograms(),
+    script: slurmJobScript(),
+    log: createLogger('error'),
+  });
+  const jobId = randomUUID();
+  const workDir = path.join(shared, 'retried', jobId);
+  mkdirSync(path.join(workDir, 'output'), { recursive: true });
+  const spec = {
+    jobId,
+    owner: { type: 'user' as const, id: 'erin' },
+    argv: ['sleep', '60'],
+    env: {},
+    container: 'local',
+    machineType: 'cpu',
+    machineCount: 1,
+    timeoutSeconds: 120,
+    inputs: [],
+    workDir,
+    outputDir: path.join(workDir, 'output'),
+  };
+  const observer: JobObserver = { pending: () => {}, running: () => {}, line: () => {}, ended: () => {} };
+  try {
+    const first = await executor.submit(spec, observer);
+    slurmIds.push(first);
+    const again = await executor.submit(spec, observer, true);
+    slurmIds.push(again);
+    expect(again).toBe(first);
+    expect(slurmJobsNamed(`media-${jobId}`)).toEqual([first]);
+  } finally {
+    await executor.close();
+  }
 });
