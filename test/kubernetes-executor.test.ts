@@ -362,3 +362,26 @@ describe('cancel, take-over and tenancy', () => {
     await peer.waitFor(() => peerJobOf(jobId).length === 0, 'the Job deleted');
   });
 });
+
+describe('an API that does not answer', () => {
+  it('keeps a new job starting, saying why, through an outage longer than the client retries, then creates its Job once', async () => {
+    // The Job is created but the reply is lost; then reading it back answers 503 through all of
+    // the client's retries (about 30 s): the submission is tried again later, not failed.
+    peer.failNext({ verb: 'create', resource: 'jobs' }, 503, { afterApplying: true });
+    peer.failNext({ verb: 'get', resource: 'jobs' }, 503, { times: 8 });
+    const { jobId } = await deploy(t, alice, await programModel('argv'), {});
+    const waiting = (
+      await until(
+        () => rest(jobId),
+        (r) => r.body.status !== 'queued' && (r.body.status !== 'starting' || !!r.body.pending_reason),
+        90_000,
+      )
+    ).body;
+    expect(waiting.status).toBe('starting');
+    expect(waiting.pending_reason).toMatch(/^Kubernetes API: get jobs\.batch: 503 .*\(trying again\)$/);
+    const job = await waitForJob(t, alice, jobId);
+    expect(job.status).toBe('SUCCEEDED');
+    expect((await rest(jobId)).body.pending_reason).toBeNull();
+    expect(peerJobOf(jobId)).toHaveLength(1);
+  });
+});
