@@ -384,4 +384,13 @@ describe('an API that does not answer', () => {
     expect((await rest(jobId)).body.pending_reason).toBeNull();
     expect(peerJobOf(jobId)).toHaveLength(1);
   });
+
+  it('deletes the Job of a job canceled while deletes answer 503 through all the client retries, once they succeed', async () => {
+    const { jobId } = await deploy(t, alice, await programModel('idle'), {});
+    await runningPod(jobId);
+    peer.failNext({ verb: 'delete', resource: 'jobs' }, 503, { times: 9 });
+    const canceled = await t.http().post(`/api/v1/jobs/${jobId}/cancel`).set('authorization', alice);
+    expect(canceled.body.status).toBe('canceled');
+    await peer.waitFor(() => peerJobOf(jobId).length === 0, 'the Job deleted', 90_000);
+  });
 });
