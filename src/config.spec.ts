@@ -133,6 +133,7 @@ describe('loadConfig', () => {
         machineTypes: null,
         slurmContainerRuntime: 'none',
         slurmPollSeconds: 2,
+        clusterRetrySeconds: 3600,
       });
       expect(loadConfig({ LOCAL_EXECUTOR_CONCURRENCY: '3' }).workerConcurrency).toBe(3);
     });

@@ -78,6 +78,11 @@ export interface Config {
   slurmPollSeconds: number;
   /** Slurm's own `SLURM_CONF`, handed to the Slurm commands the worker runs. */
   slurmConf: string | undefined;
+  /**
+   * How long a cluster job's submission (or cancel) is tried again while the cluster cannot be
+   * reached (Slurm's controller, the Kubernetes API) before the job fails (infrastructure).
+   */
+  clusterRetrySeconds: number;
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
@@ -473,6 +478,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     slurmContainerRuntime,
     slurmPollSeconds: p.int('SLURM_POLL_SECONDS', 2, 1, 600),
     slurmConf: p.raw('SLURM_CONF'),
+    clusterRetrySeconds: p.int('CLUSTER_RETRY_SECONDS', 3600, 0, 7 * 86400),
     graphqlIntrospection: p.bool('GRAPHQL_INTROSPECTION', nodeEnv !== 'production'),
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),

@@ -180,6 +180,53 @@ describe('a Slurm job outlives its worker', () => {
     await stopCleanly(second);
   });
 
+  it('ends a job that ran and ended while it was still starting: through running, to its result', async () => {
+    const auth = `Bearer ${await issuer.token('dave')}`;
+    // An sbatch that submits, then never answers: the job stays `starting` while it runs and ends.
+    const bin = sharedDir('media-slurm-bin-');
+    const replied = path.join(bin, 'submitted');
+    const sbatch = execFileSync('sh', ['-c', 'command -v sbatch'], { encoding: 'utf8' }).trim();
+    writeFileSync(
+      path.join(bin, 'sbatch'),
+      `#!/bin/sh\n"${sbatch}" "$@" > "${replied}"\necho $$ >> "${replied}.pid"\nexec sleep 600\n`,
+    );
+    chmodSync(path.join(bin, 'sbatch'), 0o755);
+    const first = await start({ PATH: `${bin}:${process.env.PATH}` });
+    const jobId = await api(first.port, auth).run('outputs');
+    await until(
+      async () => existsSync(`${replied}.pid`),
+      (e) => e,
+      60_000,
+    );
+    const stuck = Number(readFileSync(`${replied}.pid`, 'utf8'));
+    const slurmId = readFileSync(replied, 'utf8').trim();
+    await until(
+      async () => slurmJob(slurmId)?.state,
+      (state) => state === 'COMPLETED',
+      60_000,
+    );
+    expect(await api(first.port, auth).job(jobId)).toMatchObject({ status: 'starting', external_id: null });
+    first.child.kill('SIGKILL');
+    await first.exited;
+    process.kill(stuck, 'SIGKILL');
+
+    const second = await start();
+    const job = await until(
+      () => api(second.port, auth).job(jobId),
+      (j) => !['starting', 'running'].includes(j.status),
+      90_000,
+    );
+    expect(job).toMatchObject({ status: 'succeeded', error: null, external_id: slurmId });
+    expect(job.output.files.map((f) => f.name).sort()).toEqual(['a-first.txt', 'sub/second.csv']);
+    const gql = await api(second.port, auth).call('POST', '/graphql', {
+      query: 'query ($id: ID!) { job(id: $id) { transitions { to } } }',
+      variables: { id: jobId },
+    });
+    const { transitions } = (gql.body.data as { job: { transitions: { to: string }[] } }).job;
+    expect(transitions.map((x) => x.to)).toEqual(['QUEUED', 'STARTING', 'RUNNING', 'SUCCEEDED']);
+    await stopCleanly(second);
+  });
+
   it('runs on when its worker shuts down gracefully, and is taken over by the next start', async () => {
     const auth = `Bearer ${await issuer.token('dave')}`;
     const release = path.join(shared, 'release-shutdown');

@@ -362,3 +362,46 @@ describe('cancel, take-over and tenancy', () => {
     await peer.waitFor(() => peerJobOf(jobId).length === 0, 'the Job deleted');
   });
 });
+
+describe('an API that does not answer', () => {
+  it('keeps a new job starting, saying why, through an outage longer than the client retries, then creates its Job once; it ended meanwhile, and ends through running', async () => {
+    // The Job is created but the reply is lost; then reading it back answers 503 through all of
+    // the client's retries (about 30 s): the submission is tried again later, not failed.
+    peer.failNext({ verb: 'create', resource: 'jobs' }, 503, { afterApplying: true });
+    peer.failNext({ verb: 'get', resource: 'jobs' }, 503, { times: 8 });
+    const { jobId } = await deploy(t, alice, await programModel('argv'), {});
+    const waiting = (
+      await until(
+        () => rest(jobId),
+        (r) => r.body.status !== 'queued' && (r.body.status !== 'starting' || !!r.body.pending_reason),
+        90_000,
+      )
+    ).body;
+    expect(waiting.status).toBe('starting');
+    expect(waiting.pending_reason).toMatch(/^Kubernetes API: get jobs\.batch: 503 .*\(trying again\)$/);
+    const job = await waitForJob(t, alice, jobId);
+    expect(job.status).toBe('SUCCEEDED');
+    const body = (await rest(jobId)).body;
+    expect(body.pending_reason).toBeNull();
+    expect(peerJobOf(jobId)).toHaveLength(1);
+    // Its Job ran and ended while the job was still `starting`: it ends through `running`.
+    const completed = peerJobOf(jobId)[0].status.completionTime!;
+    expect(Date.parse(body.started_at)).toBeGreaterThan(Date.parse(completed));
+    const res = await t.gql('query ($id: ID!) { job(id: $id) { transitions { to } } }', { id: jobId }, alice);
+    expect(res.body.data.job.transitions.map((x: { to: string }) => x.to)).toEqual([
+      'QUEUED',
+      'STARTING',
+      'RUNNING',
+      'SUCCEEDED',
+    ]);
+  });
+
+  it('deletes the Job of a job canceled while deletes answer 503 through all the client retries, once they succeed', async () => {
+    const { jobId } = await deploy(t, alice, await programModel('idle'), {});
+    await runningPod(jobId);
+    peer.failNext({ verb: 'delete', resource: 'jobs' }, 503, { times: 9 });
+    const canceled = await t.http().post(`/api/v1/jobs/${jobId}/cancel`).set('authorization', alice);
+    expect(canceled.body.status).toBe('canceled');
+    await peer.waitFor(() => peerJobOf(jobId).length === 0, 'the Job deleted', 90_000);
+  });
+});

@@ -76,8 +76,11 @@ export interface Executor {
   /**
    * Starts the job and follows it, reporting to `observer`. Answers the external id once the
    * executor has the job (a detached executor: once it is queued, maybe before it runs).
+   * Throws `ExecutorUnavailableError` when the cluster cannot be reached; the caller tries again
+   * later with `retry` true, and the executor then first looks for the job an earlier attempt may
+   * have submitted after all (its answer lost), so that a job is submitted once.
    */
-  submit(spec: JobSpec, observer: JobObserver): Promise<string>;
+  submit(spec: JobSpec, observer: JobObserver, retry?: boolean): Promise<string>;
   /**
    * Follows a job submitted earlier, by this or another process, from where it is now: its
    * state, its log (lines printed so far come `earlier`), its end. Without `externalId` the job
@@ -86,7 +89,10 @@ export interface Executor {
    * `detached` cannot do this.
    */
   adopt(spec: JobSpec, externalId: string | null, observer: JobObserver): Promise<string | null>;
-  /** Stops a job (idempotent); a followed job then ends with reason `canceled` (or `timeout`). */
+  /**
+   * Stops a job (idempotent); a followed job then ends with reason `canceled` (or `timeout`).
+   * Throws `ExecutorUnavailableError` when the cluster cannot be reached (the caller tries again).
+   */
   cancel(externalId: string): Promise<void>;
   /**
    * After a restart: stops a job this executor started under an earlier process, if it still
@@ -100,4 +106,13 @@ export interface Executor {
    * one stops following them and leaves them running for another worker to adopt.
    */
   close(): Promise<void>;
+}
+
+/**
+ * The cluster cannot be reached or is too busy to answer (a Slurm controller that is down or
+ * restarting, a Kubernetes API answering 5xx or refusing connections): nothing is known of the
+ * request, which is worth trying again later. Any other error of an executor is final.
+ */
+export class ExecutorUnavailableError extends Error {
+  override readonly name = 'ExecutorUnavailableError';
 }

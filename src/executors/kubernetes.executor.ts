@@ -1,8 +1,14 @@
 import type { V1Job } from '@kubernetes/client-node';
 import type { Logger } from '../common/logger';
 import type { MachineTypes } from '../common/machine-types';
-import type { Executor, JobExit, JobObserver, JobSpec } from './executor.port';
-import type { KubernetesClient } from './kubernetes.client';
+import {
+  ExecutorUnavailableError,
+  type Executor,
+  type JobExit,
+  type JobObserver,
+  type JobSpec,
+} from './executor.port';
+import { isRetryable, KubernetesApiError, type KubernetesClient } from './kubernetes.client';
 import {
   buildJobManifest,
   jobNameOf,
@@ -58,17 +64,17 @@ export class KubernetesExecutor implements Executor {
     return this.starting;
   }
 
+  /** A retried submission needs nothing more: the Job is always looked for before it is created. */
   async submit(spec: JobSpec, observer: JobObserver): Promise<string> {
     const machine = this.opts.machineTypes?.get(spec.machineType)?.kubernetes;
     const manifest = buildJobManifest(spec, machine, this.opts.job);
-    await this.ready();
-    let job = await this.find(spec.jobId);
-    if (!job) {
-      try {
-        job = (await this.opts.client.createJob(manifest)).job;
-      } catch (err) {
-        throw new Error(`could not create the Kubernetes Job: ${(err as Error).message}`);
-      }
+    let job: V1Job | null;
+    try {
+      await this.ready();
+      job = await this.find(spec.jobId);
+      job ??= (await this.opts.client.createJob(manifest)).job;
+    } catch (err) {
+      throw unavailableOr(err, `could not create the Kubernetes Job: ${(err as Error).message}`);
     }
     this.follow(spec, job, observer, null);
     return job.metadata!.name!;
@@ -95,7 +101,9 @@ export class KubernetesExecutor implements Executor {
   async cancel(externalId: string): Promise<void> {
     for (const f of this.followed.values()) if (f.name === externalId) f.stoppedBy = 'canceled';
     // Background: the pods go with the Job (batch/v1's default would leave them running).
-    await this.opts.client.deleteJob(externalId);
+    await this.opts.client.deleteJob(externalId).catch((err) => {
+      throw unavailableOr(err, (err as Error).message);
+    });
   }
 
   async stopOrphan(): Promise<boolean> {
@@ -163,6 +171,15 @@ export class KubernetesExecutor implements Executor {
         );
     f.observer.ended(exitOf(state, f.stoppedBy));
   }
+}
+
+/**
+ * An API that did not answer, or answered 5xx or 429 through all of the client's retries, is
+ * unavailable (tried again later); any other error is final, with `message`.
+ */
+function unavailableOr(err: unknown, message: string): Error {
+  if (err instanceof KubernetesApiError && isRetryable(err)) return new ExecutorUnavailableError(err.message);
+  return err instanceof KubernetesApiError ? new Error(message) : (err as Error);
 }
 
 /** The port's end of a job from the tracker's. */

@@ -1,26 +1,22 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { open, readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import type { SlurmContainerRuntime } from '../config';
 import type { Logger } from '../common/logger';
 import type { MachineTypes } from '../common/machine-types';
-import type { Executor, JobObserver, JobSpec, LogStream } from './executor.port';
-import { LineSplitter } from './line-splitter';
+import { ExecutorUnavailableError, type Executor, type JobObserver, type JobSpec } from './executor.port';
 import { jobEnvironment } from './job.env';
+import { Limiter, SlurmCommands } from './slurm.command';
 import {
   exitOf,
   JOB_FILES_DIR,
   jobNameOf,
-  parseSacct,
-  parseSqueue,
   pendingReasonOf,
   phaseOf,
   sbatchArgs,
-  SQUEUE_FORMAT,
   type QueuedJob,
 } from './slurm.sbatch';
+import { newTracked, type Tracked } from './slurm.tracked';
 
 export interface SlurmExecutorOptions {
   /** PATH of the jobs, and where the worker finds sbatch, squeue, scancel. */
@@ -47,93 +43,8 @@ const SQUEUE_BATCH = 10_000;
 const MISSING_POLLS = 2;
 /** How soon after a submission the job is first looked at. */
 const FIRST_LOOK_MS = 50;
-const COMMAND_TIMEOUT_MS = 60_000;
-
-/** One of the job's output files, read from where the last read stopped. */
-class FileTail {
-  private offset = 0;
-  private readonly decoder = new StringDecoder('utf8');
-  private readonly lines: LineSplitter;
-  earlier = false;
-
-  constructor(
-    private readonly file: string,
-    onLine: (line: string, earlier: boolean) => void,
-  ) {
-    this.lines = new LineSplitter((line) => onLine(line, this.earlier));
-  }
-
-  private reading: Promise<void> = Promise.resolve();
-
-  /** Reads what was appended since the last read (reads never overlap; a failed one is retried). */
-  read(): Promise<void> {
-    this.reading = this.reading.catch(() => undefined).then(() => this.readNow());
-    return this.reading;
-  }
-
-  private async readNow(): Promise<void> {
-    const size = await stat(this.file).then(
-      (s) => s.size,
-      () => 0,
-    );
-    if (size <= this.offset) return;
-    const handle = await open(this.file, 'r');
-    try {
-      const buffer = Buffer.allocUnsafe(Math.min(1 << 20, size - this.offset));
-      for (;;) {
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, this.offset);
-        if (!bytesRead) break;
-        this.offset += bytesRead;
-        this.lines.push(this.decoder.write(buffer.subarray(0, bytesRead)));
-      }
-    } finally {
-      await handle.close();
-    }
-  }
-
-  end(): void {
-    this.lines.push(this.decoder.end());
-    this.lines.end();
-  }
-}
-
-interface Tracked {
-  externalId: string;
-  dir: string;
-  timeoutSeconds: number;
-  observer: JobObserver;
-  phase: 'pending' | 'running' | 'ending';
-  /** The pending reason last reported (undefined: none yet). */
-  reason: string | null | undefined;
-  stoppedBy: 'canceled' | 'timeout' | null;
-  missing: number;
-  timer: NodeJS.Timeout | null;
-  files: Record<LogStream, FileTail>;
-  /** When this worker submitted it (Date.now()); null for a job taken over. */
-  submittedAt: number | null;
-}
-
-/** Runs `task`s, at most `limit` at once. */
-class Limiter {
-  private active = 0;
-  private readonly queue: (() => void)[] = [];
-  peak = 0;
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
-    else this.active++;
-    this.peak = Math.max(this.peak, this.active);
-    try {
-      return await task();
-    } finally {
-      const next = this.queue.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
-}
+/** How soon a timeout's scancel is tried again when the controller could not be reached. */
+const CANCEL_RETRY_MS = 5_000;
 
 /**
  * Runs jobs on a Slurm cluster through its command-line tools. Each job is one `sbatch` of the
@@ -148,6 +59,7 @@ export class SlurmExecutor implements Executor {
   /** By Slurm job id. */
   private readonly jobs = new Map<string, Tracked>();
   private readonly commands: Limiter;
+  private readonly slurm: SlurmCommands;
   private pollTimer: NodeJS.Timeout | null = null;
   private readonly fileTimer: NodeJS.Timeout;
   private polling: Promise<void> | null = null;
@@ -158,11 +70,11 @@ export class SlurmExecutor implements Executor {
   private pollDueAt = Infinity;
   private reading = false;
   private closed = false;
-  private accounting: Promise<boolean> | null = null;
   private squeueFailing = false;
 
   constructor(private readonly opts: SlurmExecutorOptions) {
     this.commands = new Limiter(opts.commandConcurrency ?? 4);
+    this.slurm = new SlurmCommands(opts);
     this.fileTimer = setInterval(() => void this.readFiles(), opts.filePollMs ?? 500);
     this.fileTimer.unref();
     this.schedulePoll(opts.pollSeconds * 1000);
@@ -173,8 +85,12 @@ export class SlurmExecutor implements Executor {
     return this.commands.peak;
   }
 
-  async submit(spec: JobSpec, observer: JobObserver): Promise<string> {
+  async submit(spec: JobSpec, observer: JobObserver, retry = false): Promise<string> {
     if (this.closed) throw new Error('the executor is shutting down');
+    // An earlier sbatch may have reached the controller after all (its answer lost): that job
+    // is the one, found by its name, rather than a second one.
+    const earlier = retry ? await this.findByName(spec.jobId) : null;
+    if (earlier) return this.track(spec, earlier, observer);
     const args = sbatchArgs(spec, {
       script: this.opts.script,
       runtime: this.opts.runtime,
@@ -186,30 +102,38 @@ export class SlurmExecutor implements Executor {
     const out = await this.commands
       .run(() =>
         // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
-        this.command('sbatch', args, jobEnvironment(spec, this.opts.path)),
+        this.slurm.run('sbatch', args, jobEnvironment(spec, this.opts.path)),
       )
       .catch((err: Error) => {
-        throw new Error(
-          `could not submit the job to Slurm: ${err.message
-            .split('\n')
-            .at(-1)!
-            .replace(/^(sbatch: )?(error: )?/, '')}`,
-        );
+        const message = `could not submit the job to Slurm: ${err.message
+          .split('\n')
+          .at(-1)!
+          .replace(/^(sbatch: )?(error: )?/, '')}`;
+        throw err instanceof ExecutorUnavailableError
+          ? new ExecutorUnavailableError(message)
+          : new Error(message);
       });
     const externalId = out.trim().split(';')[0];
     if (!/^\d+$/.test(externalId)) throw new Error(`sbatch answered "${out.trim()}", not a job id`);
-    this.jobs.set(externalId, { ...this.tracker(spec, externalId, observer), submittedAt: Date.now() });
+    return this.track(spec, externalId, observer);
+  }
+
+  private track(spec: JobSpec, externalId: string, observer: JobObserver): string {
+    this.jobs.set(externalId, { ...newTracked(spec, externalId, observer), submittedAt: Date.now() });
     this.lookSoon();
     return externalId;
   }
 
+  /** The Slurm job carrying our job id in its name (the first, should there be several). */
+  private async findByName(jobId: string): Promise<string | null> {
+    const found = await this.slurm.squeue([`--name=${jobNameOf(jobId)}`]);
+    return found.map((j) => j.id).sort((a, b) => Number(a) - Number(b))[0] ?? null;
+  }
+
   async adopt(spec: JobSpec, externalId: string | null, observer: JobObserver): Promise<string | null> {
-    if (!externalId) {
-      // Its submission was never recorded: the job carries our id in its name.
-      const found = await this.squeue([`--name=${jobNameOf(spec.jobId)}`]);
-      externalId = found.map((j) => j.id).sort((a, b) => Number(a) - Number(b))[0] ?? null;
-    }
-    const tracked = this.tracker(spec, externalId ?? '', observer);
+    // Its submission was never recorded: the job carries our id in its name.
+    externalId ??= await this.findByName(spec.jobId);
+    const tracked = newTracked(spec, externalId ?? '', observer);
     // What it printed so far was shown by the worker that followed it before.
     for (const file of Object.values(tracked.files)) file.earlier = true;
     await Promise.all(Object.values(tracked.files).map((f) => f.read()));
@@ -244,30 +168,12 @@ export class SlurmExecutor implements Executor {
     this.jobs.clear();
   }
 
-  private tracker(spec: JobSpec, externalId: string, observer: JobObserver): Tracked {
-    const file = (stream: LogStream) =>
-      new FileTail(path.join(spec.workDir, JOB_FILES_DIR, stream), (line, earlier) =>
-        observer.line(stream, line, earlier),
-      );
-    return {
-      externalId,
-      dir: spec.workDir,
-      timeoutSeconds: spec.timeoutSeconds,
-      observer,
-      phase: 'pending',
-      reason: undefined,
-      stoppedBy: null,
-      missing: 0,
-      timer: null,
-      files: { stdout: file('stdout'), stderr: file('stderr') },
-      submittedAt: null,
-    };
-  }
-
+  /** Fails only when the controller cannot be reached (ExecutorUnavailableError). */
   private async scancel(externalId: string): Promise<void> {
     try {
-      await this.commands.run(() => this.command('scancel', [externalId]));
+      await this.commands.run(() => this.slurm.run('scancel', [externalId]));
     } catch (err) {
+      if (err instanceof ExecutorUnavailableError) throw err;
       // A job that has ended is not an error; anything else is worth a word.
       if (!/already completing or completed|Invalid job id/i.test((err as Error).message))
         this.opts.log.warn({ err, externalId }, 'scancel failed');
@@ -332,14 +238,18 @@ export class SlurmExecutor implements Executor {
     try {
       for (let i = 0; i < live.length; i += SQUEUE_BATCH) {
         const ids = live.slice(i, i + SQUEUE_BATCH).map((t) => t.externalId);
-        for (const job of await this.squeue([`--jobs=${ids.join(',')}`])) queued.set(job.id, job);
+        for (const job of await this.slurm.squeue([`--jobs=${ids.join(',')}`])) queued.set(job.id, job);
       }
       if (this.squeueFailing) this.opts.log.info('squeue answers again');
       this.squeueFailing = false;
     } catch (err) {
-      // The controller is unreachable: nothing is known, so nothing changes.
+      // The controller is unreachable: nothing is known, so nothing changes but the reason why
+      // a pending job waits (replaced by Slurm's own once squeue answers).
       if (!this.squeueFailing) this.opts.log.warn({ err }, 'squeue failed; Slurm jobs keep their state');
       this.squeueFailing = true;
+      if (err instanceof ExecutorUnavailableError)
+        for (const t of live)
+          if (t.phase === 'pending' && t.reason !== err.message) t.observer.pending((t.reason = err.message));
       return;
     }
     const missing: Tracked[] = [];
@@ -375,32 +285,15 @@ export class SlurmExecutor implements Executor {
         void this.end(t, null);
       } else if (++t.missing >= MISSING_POLLS) unknown.push(t);
     }
-    if (!unknown.length || !(await this.hasAccounting())) {
+    if (!unknown.length || !(await this.slurm.hasAccounting())) {
       for (const t of unknown) void this.end(t, null);
       return;
     }
-    const known = parseSacct(
-      await this.command('sacct', [
-        '--noheader',
-        '--parsable2',
-        '--allocations',
-        '--format=JobID,State,ExitCode',
-        `--jobs=${unknown.map((t) => t.externalId).join(',')}`,
-      ]).catch(() => ''),
-    );
+    const known = await this.slurm.sacct(unknown.map((t) => t.externalId));
     for (const t of unknown) {
       const job = known.get(t.externalId);
       void this.end(t, job?.state ?? null, job?.exitCode ?? null);
     }
-  }
-
-  /** Whether slurmdbd keeps accounting (sacct knows ended jobs); asked once. */
-  private hasAccounting(): Promise<boolean> {
-    this.accounting ??= this.command('scontrol', ['show', 'config']).then(
-      (out) => !/AccountingStorageType\s*=\s*accounting_storage\/none/.test(out),
-      () => false,
-    );
-    return this.accounting;
   }
 
   private started(t: Tracked, job: QueuedJob | null): void {
@@ -416,7 +309,15 @@ export class SlurmExecutor implements Executor {
   private timedOut(t: Tracked): void {
     if (t.phase === 'ending') return;
     t.stoppedBy ??= 'timeout';
-    void this.scancel(t.externalId);
+    this.scancel(t.externalId).catch((err) => {
+      // The controller cannot be reached: stopped as soon as it answers (Slurm's limit is behind).
+      this.opts.log.warn(
+        { err, externalId: t.externalId },
+        'could not stop a job past its timeout; trying again',
+      );
+      t.timer = setTimeout(() => this.timedOut(t), CANCEL_RETRY_MS);
+      t.timer.unref();
+    });
   }
 
   /** Reads what running jobs printed; a job whose exit status is written has ended. */
@@ -463,42 +364,5 @@ export class SlurmExecutor implements Executor {
         ? `the cluster no longer knows Slurm job ${t.externalId}; nothing of it is left to follow`
         : 'the job is not on the cluster: its submission was interrupted, or it left the queue long ago';
     t.observer.ended(exit);
-  }
-
-  private async squeue(filter: string[]): Promise<QueuedJob[]> {
-    try {
-      return parseSqueue(
-        await this.command('squeue', ['--noheader', '--states=all', `--format=${SQUEUE_FORMAT}`, ...filter], {
-          SLURM_TIME_FORMAT: '%s',
-        }),
-      );
-    } catch (err) {
-      // Asked about one job it has forgotten, squeue fails instead of answering nothing.
-      if (/Invalid job id specified/.test((err as Error).message)) return [];
-      throw err;
-    }
-  }
-
-  /** Runs a Slurm command with a minimal environment; answers its stdout. */
-  private command(command: string, args: string[], env: Record<string, string> = {}): Promise<string> {
-    return new Promise((resolve, reject) => {
-      execFile(
-        command,
-        args,
-        {
-          env: {
-            PATH: this.opts.path,
-            ...(this.opts.slurmConf ? { SLURM_CONF: this.opts.slurmConf } : {}),
-            ...env,
-          },
-          maxBuffer: 256 * 1024 * 1024,
-          timeout: COMMAND_TIMEOUT_MS,
-        },
-        (err, stdout, stderr) => {
-          if (err) reject(new Error(`${command}: ${stderr.trim() || err.message}`));
-          else resolve(stdout);
-        },
-      );
-    });
   }
 }

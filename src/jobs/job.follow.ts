@@ -4,7 +4,14 @@ import path from 'node:path';
 import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { DeploymentService } from '../deployments/deployment.service';
-import type { Executor, JobExit, JobObserver, JobSpec, LogStream } from '../executors/executor.port';
+import {
+  ExecutorUnavailableError,
+  type Executor,
+  type JobExit,
+  type JobObserver,
+  type JobSpec,
+  type LogStream,
+} from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
 import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
 import type { Job, JobOutput } from './job.entity';
@@ -12,6 +19,7 @@ import { stageInputs, storeOutputs } from './job.files';
 import { JobLog, type LogLine } from './job.log';
 import type { JobService } from './job.service';
 import { isTerminal, type JobStatus } from './job.states';
+import { UnavailableRetry } from './job.unavailable';
 
 /**
  * Written into a job's directory before a detached executor is asked to submit it. A worker that
@@ -29,6 +37,8 @@ export interface FollowContext {
   executor: Executor;
   log: Logger;
   publish(job: Job, lines: LogLine[]): Promise<void>;
+  /** How long a submission or a cancel is tried again while the cluster is unreachable. */
+  clusterRetrySeconds: number;
   /** Records why a job waits; written in batches. */
   notePending(jobId: string, reason: string | null): void;
   /**
@@ -89,6 +99,9 @@ export class JobFollow implements JobObserver {
   private over = false;
   /** A failure of this worker while following: the job fails with it. */
   private error: string | null = null;
+  /** Submissions and cancels, while the cluster cannot be reached. */
+  private readonly retry: UnavailableRetry;
+  private canceling = false;
 
   constructor(
     private readonly ctx: FollowContext,
@@ -96,6 +109,7 @@ export class JobFollow implements JobObserver {
     adopting: boolean,
   ) {
     this.externalId = job.externalId;
+    this.retry = new UnavailableRetry(ctx.clusterRetrySeconds);
     this.status = job.status;
     this.pendingReason = job.pendingReason;
     this.workDir = ctx.deployments.workDirOf(job.id);
@@ -136,6 +150,7 @@ export class JobFollow implements JobObserver {
    */
   stop(): void {
     this.stopRequested = true;
+    this.retry.wake();
     if (this.externalId && !this.exited) this.cancel();
   }
 
@@ -145,6 +160,7 @@ export class JobFollow implements JobObserver {
    */
   async release(): Promise<void> {
     this.released = true;
+    this.retry.wake();
     await this.chain;
     if (!this.over) {
       await this.log.end();
@@ -167,7 +183,21 @@ export class JobFollow implements JobObserver {
       mkdirSync(this.outputDir, { recursive: true });
       await stageInputs(this.ctx.media, this.job, this.workDir);
       if (executor.detached) writeFileSync(path.join(this.workDir, SUBMITTED_MARK), '');
-      await this.submitted(await executor.submit(this.spec(), this));
+      // The cluster cannot be reached: the job waits `starting`, saying why, and is submitted
+      // once it answers. Canceled meanwhile, only a job an earlier attempt may have submitted
+      // after all is looked for, to be stopped.
+      const externalId = await this.retry.run(
+        (retry) =>
+          retry && this.stopRequested
+            ? executor.adopt(this.spec(), null, this)
+            : executor.submit(this.spec(), this, retry),
+        (err, waitMs) => {
+          this.ctx.log.warn({ err, jobId: this.job.id, retryInMs: waitMs }, 'the cluster cannot be reached');
+          void this.onPending(`${err.message} (trying again)`);
+        },
+        () => this.released,
+      );
+      if (externalId) await this.submitted(externalId);
     } catch (err) {
       // No room for its directory or its inputs: the job fails saying so, not with an errno.
       const jobsDir = path.dirname(this.workDir);
@@ -301,13 +331,13 @@ export class JobFollow implements JobObserver {
   }
 
   /** Fails the job without outputs, once the database answers; a failure to do so is logged. */
-  private async recordFailure(error: string, exitCode: number | null): Promise<void> {
+  private async recordFailure(error: string, exitCode: number | null, infrastructure = false): Promise<void> {
     await this.ctx
       .untilAvailable(async () => {
         await this.ctx.media.discardJobOutputs(this.job.id).catch((e) => {
           if (isDatabaseUnavailable(e)) throw e;
         });
-        await this.fail(error, exitCode);
+        await this.fail(error, exitCode, infrastructure);
       })
       .catch((e) => this.ctx.log.error({ err: e, jobId: this.job.id }, 'could not record a failed job'));
   }
@@ -317,7 +347,8 @@ export class JobFollow implements JobObserver {
     if (this.externalId) return this.abort(err); // it runs: stop it, and fail when it has ended
     this.ctx.log.warn({ err, jobId: this.job.id }, 'job failed before it could start');
     await this.log.end();
-    await this.recordFailure((err as Error).message, null);
+    // The cluster did not answer for CLUSTER_RETRY_SECONDS: not the program's fault.
+    await this.recordFailure((err as Error).message, null, err instanceof ExecutorUnavailableError);
     await rm(this.workDir, { recursive: true, force: true });
     this.over = true;
     this.settle();
@@ -330,12 +361,21 @@ export class JobFollow implements JobObserver {
     this.stop();
   }
 
+  /** Stops the job on the executor, tried again while the cluster cannot be reached. */
   private cancel(): void {
-    this.ctx.executor
-      .cancel(this.externalId!)
+    if (this.canceling) return;
+    this.canceling = true;
+    this.retry
+      .run(
+        () => this.ctx.executor.cancel(this.externalId!),
+        (err, waitMs) =>
+          this.ctx.log.warn({ err, jobId: this.job.id, retryInMs: waitMs }, 'could not stop the job yet'),
+        () => this.released || this.exited,
+      )
       .catch((err) =>
         this.ctx.log.warn({ err, jobId: this.job.id }, 'could not stop the job on the executor'),
-      );
+      )
+      .finally(() => (this.canceling = false));
   }
 
   private spec(): JobSpec {

@@ -38,6 +38,8 @@ export interface JobRunnerOptions {
   concurrency: number;
   /** DATABASE_QUERY_TIMEOUT_MS, for the queue's own connections. */
   queryTimeoutMs?: number;
+  /** CLUSTER_RETRY_SECONDS: how long a submission or cancel waits for an unreachable cluster. */
+  clusterRetrySeconds?: number;
 }
 
 /** Why a dispatch task gives its job back to the queue: graphile-worker retries it later. */
@@ -101,6 +103,7 @@ export class JobRunner implements LocalWorker {
       executor,
       log,
       publish: (job, lines) => jobs.publishLines(job, lines),
+      clusterRetrySeconds: opts.clusterRetrySeconds ?? 3600,
       notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
       untilAvailable: (step) => this.untilAvailable(step),
     };

@@ -173,6 +173,7 @@ export async function startRuntime(
           databaseUrl,
           concurrency: config.workerConcurrency,
           queryTimeoutMs: config.databaseQueryTimeoutMs,
+          clusterRetrySeconds: config.clusterRetrySeconds,
         },
       );
       await runner.start();

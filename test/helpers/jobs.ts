@@ -114,6 +114,7 @@ export interface RestJob {
   status: string;
   external_id: string | null;
   error: string | null;
+  pending_reason: string | null;
   log_tail: string;
   result_urls: string[];
   output: { files: { name: string; url: string }[]; result: unknown };
