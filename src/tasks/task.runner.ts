@@ -1,12 +1,14 @@
 import { run, type Runner, type Task } from 'graphile-worker';
 import type { Logger } from '../common/logger';
-import { graphileLogger } from '../jobs/job.runner';
+import { graphileLogger, registeringPreset } from '../jobs/job.runner';
 
 export type TaskList = Record<string, (payload: unknown) => Promise<void>>;
 
 export interface TaskRunnerOptions {
   databaseUrl: string;
   concurrency: number;
+  /** Records each graphile-worker id with this process's worker (JobRunner.registerQueueWorker). */
+  registerWorker: (workerId: string) => Promise<void>;
 }
 
 /**
@@ -37,6 +39,7 @@ export class TaskRunner {
       // new ones arrive by LISTEN at once.
       pollInterval: 1000,
       logger: graphileLogger(this.log),
+      preset: registeringPreset(this.opts.registerWorker),
       taskList,
     });
   }
