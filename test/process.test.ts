@@ -202,4 +202,23 @@ describe('`npm start` in a terminal', () => {
     },
     300_000,
   );
+
+  it('stops cleanly when its embedded PostgreSQL is stopped at the same moment', async () => {
+    const dataDir = await tempDir('media-pg-first-');
+    const svc = await spawnService({ DATA_DIR: dataDir });
+    try {
+      // What a signal to a group holding both did before: connections end under the drain (57P01).
+      const pidFile = path.join(dataDir, 'postgres', 'data', 'postmaster.pid');
+      process.kill(Number((await readFile(pidFile, 'utf8')).split('\n')[0]), 'SIGINT');
+      svc.child.kill('SIGINT');
+      expect(await svc.exited).toBe(0);
+      expect(svc.output()).toContain('stopped cleanly');
+      // (graphile-worker traces a queue worker that lost its connection on the console itself.)
+      expect(svc.output()).not.toMatch(/Unhandled|error during shutdown/);
+    } finally {
+      if (svc.child.exitCode === null) svc.child.kill('SIGKILL');
+      await stopLeftoverPostgres(dataDir);
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
 });

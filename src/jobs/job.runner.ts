@@ -252,7 +252,14 @@ export class JobRunner implements LocalWorker {
     }
     await this.queuePool?.end();
     for (const off of this.offEvents) off();
-    await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
+    try {
+      await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
+    } catch (err) {
+      // The database went first (stopped with the service, say): the others' reconciliation finds
+      // this worker gone, as after a crash.
+      if (!isDatabaseUnavailable(err)) throw err;
+      this.log.warn({ err }, 'the database is unavailable: this worker is left for the others to find gone');
+    }
   }
 
   /** Registers or re-registers this worker and its queue runners, on the database's clock. */
