@@ -185,8 +185,8 @@ async function startServer(
     ...(await postgresUser()),
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
-    // Readiness is read from its log, in English.
-    env: { ...process.env, LC_MESSAGES: 'C' },
+    // None of the service's variables (its secrets); readiness is read from its log, in English.
+    env: { LC_MESSAGES: 'C' },
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
