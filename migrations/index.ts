@@ -16,6 +16,7 @@ import { Migration20261123232021_jobs_queued_index } from './Migration2026112323
 import { Migration20261124000204_retries_webhooks } from './Migration20261124000204_retries_webhooks';
 import { Migration20261124002036_idempotency_keys } from './Migration20261124002036_idempotency_keys';
 import { Migration20261126142114_idempotency_made } from './Migration20261126142114_idempotency_made';
+import { Migration20261126143000_queue_workers } from './Migration20261126143000_queue_workers';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -35,4 +36,5 @@ export const migrationsList = [
   { name: 'Migration20261124000204_retries_webhooks', class: Migration20261124000204_retries_webhooks },
   { name: 'Migration20261124002036_idempotency_keys', class: Migration20261124002036_idempotency_keys },
   { name: 'Migration20261126142114_idempotency_made', class: Migration20261126142114_idempotency_made },
+  { name: 'Migration20261126143000_queue_workers', class: Migration20261126143000_queue_workers },
 ];

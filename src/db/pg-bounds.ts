@@ -71,7 +71,14 @@ export function boundedPool(opts: {
     idleTimeoutMillis: 10_000,
     ...boundedConnection(opts.timeoutMs, opts.applicationName),
   });
-  pool.on('connect', (client) => boundQueries(client, opts.timeoutMs));
+  pool.on('connect', (client) => {
+    boundQueries(client, opts.timeoutMs);
+    // A connection that dies while checked out but between queries (the server stopping says
+    // 57P01, "terminating connection due to administrator command") emits 'error' on its client,
+    // which its holder may not listen to (graphile-worker stops listening once released):
+    // unheard, that would end the process. Its next query fails on its own.
+    client.on('error', () => undefined);
+  });
   // An idle connection that dies (the server restarted or went away) is dropped by the pool, which
   // then emits 'error': unheard, that would end the process. The next query fails on its own.
   pool.on('error', () => undefined);

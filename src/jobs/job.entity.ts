@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
+import { ArrayType, Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import type { OwnerType } from '../auth/principal';
 import { Deployment } from '../deployments/deployment.entity';
@@ -200,6 +200,13 @@ export class WorkerInstance {
 
   @Property({ type: 'datetime' })
   seenAt: Opt<Date> = new Date();
+
+  /**
+   * The graphile-worker ids of its queue runners: the tasks they hold locked are unlocked once
+   * this worker is found gone (graphile-worker itself would keep them for 4 hours).
+   */
+  @Property({ type: ArrayType, columnType: 'text[]', default: '{}' })
+  queueWorkers: Opt<string[]> = [];
 }
 
 /**

@@ -84,6 +84,8 @@ export class JobRunner implements LocalWorker {
   private readonly context: FollowContext;
   /** Pending reasons not written yet, by job id. */
   private pendingNotes = new Map<string, string | null>();
+  /** The graphile-worker ids of this process's queue runners, recorded with the heartbeat. */
+  private readonly queueWorkers: string[] = [];
 
   constructor(
     private readonly orm: MikroORM,
@@ -178,6 +180,7 @@ export class JobRunner implements LocalWorker {
         noHandleSignals: true,
         pollInterval: 2000,
         logger: graphileLogger(this.log),
+        preset: registeringPreset(this.registerQueueWorker),
         events,
         taskList: {
           [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
@@ -236,18 +239,43 @@ export class JobRunner implements LocalWorker {
     }
     await this.queuePool?.end();
     for (const off of this.offEvents) off();
-    await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
+    try {
+      await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
+    } catch (err) {
+      // The database went first (stopped with the service, say): the others' reconciliation finds
+      // this worker gone, as after a crash.
+      if (!isDatabaseUnavailable(err)) throw err;
+      this.log.warn({ err }, 'the database is unavailable: this worker is left for the others to find gone');
+    }
   }
 
-  /** Registers or re-registers this worker, on the database's clock. */
+  /** Registers or re-registers this worker and its queue runners, on the database's clock. */
   private async beat(): Promise<void> {
     await this.orm.em.fork().execute(
-      `insert into worker_instances (id, host, pid, started_at, seen_at) values (?, ?, ?, now(), now())
-       on conflict (id) do update set seen_at = now()`,
-      [this.instanceId, this.host, process.pid],
+      `insert into worker_instances (id, host, pid, started_at, seen_at, queue_workers)
+       values (?, ?, ?, now(), now(), ?::text[])
+       on conflict (id) do update set seen_at = now(), queue_workers = excluded.queue_workers`,
+      [this.instanceId, this.host, process.pid, `{${this.queueWorkers.join(',')}}`],
     );
     this.lastBeat = Date.now();
   }
+
+  /**
+   * Records a graphile-worker id of this process (the job queue's, or TaskRunner's) before it
+   * takes its first task: once this worker is found gone, the tasks it held are unlocked at once.
+   */
+  readonly registerQueueWorker = async (workerId: string): Promise<void> => {
+    this.queueWorkers.push(workerId);
+    for (let wait = 500; ; wait = Math.min(wait * 2, 10_000)) {
+      try {
+        return await this.beat();
+      } catch (err) {
+        if (this.stopping) throw err;
+        this.log.warn({ err, retryInMs: wait }, 'cannot record a queue worker yet');
+        await pause(wait);
+      }
+    }
+  };
 
   /**
    * Others take this worker for gone once its beat is 30 s old: past that, it must not go on
@@ -367,10 +395,26 @@ export class JobRunner implements LocalWorker {
         );
       }
     }
-    if (dead.size)
-      await em.execute('delete from worker_instances where id = any(?::uuid[])', [
-        `{${[...dead].join(',')}}`,
-      ]);
+    if (dead.size) await this.forget(dead);
+  }
+
+  /**
+   * Removes workers that are gone, and unlocks the queue tasks their graphile-worker runners held
+   * (graphile-worker's own force_unlock_workers), in one statement: a task a dead worker took, a
+   * job's dispatch waiting for a slot say, runs elsewhere now instead of in 4 hours.
+   */
+  private async forget(dead: Set<string>): Promise<void> {
+    const [row]: { unlocked: string[] }[] = await this.orm.em.fork().execute(
+      `with gone as (delete from worker_instances where id = any(?::uuid[]) returning queue_workers),
+       ids as (select coalesce(array_agg(w), '{}') as unlocked from gone, unnest(gone.queue_workers) w)
+       select unlocked, graphile_worker.force_unlock_workers(unlocked) from ids`,
+      [`{${[...dead].join(',')}}`],
+    );
+    if (row?.unlocked.length)
+      this.log.info(
+        { workers: [...dead], queueWorkers: row.unlocked },
+        'unlocked the queue tasks of workers that are gone',
+      );
   }
 
   /** A cluster job of a worker that is gone: this worker follows it from now on (or stops it). */
@@ -423,6 +467,23 @@ function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * A graphile-worker preset whose workers call `register` with their id before they look for their
+ * first task (graphile-worker awaits its `startWorker` hook), so no task is locked by an id that
+ * is not on record.
+ */
+export function registeringPreset(register: (workerId: string) => Promise<void>): GraphileConfig.Preset {
+  return {
+    plugins: [
+      {
+        name: 'MediaPlatformQueueWorkerRegistry',
+        version: '1.0.0',
+        worker: { hooks: { startWorker: (_ctx, event) => register(event.worker.workerId) } },
+      },
+    ],
+  };
 }
 
 /** graphile-worker's log lines into the service's logger (its own go to the console). */

@@ -180,6 +180,8 @@ export async function startRuntime(
       tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {
         databaseUrl,
         concurrency: config.webhookConcurrency,
+        queryTimeoutMs: config.databaseQueryTimeoutMs,
+        registerWorker: runner.registerQueueWorker,
       });
       await tasks.start();
     }

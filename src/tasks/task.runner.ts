@@ -1,12 +1,17 @@
 import { run, type Runner, type Task } from 'graphile-worker';
 import type { Logger } from '../common/logger';
-import { graphileLogger } from '../jobs/job.runner';
+import { boundedPool } from '../db/pg-bounds';
+import { graphileLogger, registeringPreset } from '../jobs/job.runner';
 
 export type TaskList = Record<string, (payload: unknown) => Promise<void>>;
 
 export interface TaskRunnerOptions {
   databaseUrl: string;
   concurrency: number;
+  /** DATABASE_QUERY_TIMEOUT_MS, for the runner's own connections. */
+  queryTimeoutMs?: number;
+  /** Records each graphile-worker id with this process's worker (JobRunner.registerQueueWorker). */
+  registerWorker: (workerId: string) => Promise<void>;
 }
 
 /**
@@ -17,6 +22,7 @@ export interface TaskRunnerOptions {
  */
 export class TaskRunner {
   private runner: Runner | null = null;
+  private pool: ReturnType<typeof boundedPool> | null = null;
 
   constructor(
     private readonly tasks: TaskList,
@@ -27,16 +33,22 @@ export class TaskRunner {
   async start(): Promise<void> {
     const taskList: Record<string, Task> = {};
     for (const [name, handler] of Object.entries(this.tasks)) taskList[name] = (payload) => handler(payload);
-    this.runner = await run({
+    this.pool = boundedPool({
       connectionString: this.opts.databaseUrl,
-      concurrency: this.opts.concurrency,
       // A task holds a connection only for its statements, never while it waits on a receiver.
-      maxPoolSize: Math.min(4, this.opts.concurrency + 1),
+      max: Math.min(4, this.opts.concurrency + 1),
+      timeoutMs: this.opts.queryTimeoutMs ?? 0,
+      applicationName: 'media-platform-tasks',
+    });
+    this.runner = await run({
+      pgPool: this.pool,
+      concurrency: this.opts.concurrency,
       noHandleSignals: true,
       // Tasks due later (retries, deadlines) are found by polling, each idle slot once a second;
       // new ones arrive by LISTEN at once.
       pollInterval: 1000,
       logger: graphileLogger(this.log),
+      preset: registeringPreset(this.opts.registerWorker),
       taskList,
     });
   }
@@ -44,5 +56,7 @@ export class TaskRunner {
   async stop(): Promise<void> {
     await this.runner?.stop();
     this.runner = null;
+    await this.pool?.end();
+    this.pool = null;
   }
 }

@@ -13,10 +13,24 @@ export interface Spawned {
 
 /** Runs a TypeScript entry point of the project in a real child process. */
 export function spawnTs(entry: string, args: string[], env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(root, entry), ...args], {
+  return spawnCommand(process.execPath, ['-r', '@swc-node/register', path.join(root, entry), ...args], env);
+}
+
+/**
+ * Runs a command in the project's folder in a real child process; `detached`, it leads a process
+ * group of its own, as a command started in a terminal does (Ctrl-C signals that whole group).
+ */
+export function spawnCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  { detached = false } = {},
+): Spawned {
+  const child = spawn(command, args, {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
   });
   let out = '';
   const listeners: (() => void)[] = [];
