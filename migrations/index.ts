@@ -15,6 +15,7 @@ import { Migration20261123221725_rate_limits } from './Migration20261123221725_r
 import { Migration20261123232021_jobs_queued_index } from './Migration20261123232021_jobs_queued_index';
 import { Migration20261124000204_retries_webhooks } from './Migration20261124000204_retries_webhooks';
 import { Migration20261124002036_idempotency_keys } from './Migration20261124002036_idempotency_keys';
+import { Migration20261126143112_teams_roles } from './Migration20261126143112_teams_roles';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -33,4 +34,5 @@ export const migrationsList = [
   { name: 'Migration20261123232021_jobs_queued_index', class: Migration20261123232021_jobs_queued_index },
   { name: 'Migration20261124000204_retries_webhooks', class: Migration20261124000204_retries_webhooks },
   { name: 'Migration20261124002036_idempotency_keys', class: Migration20261124002036_idempotency_keys },
+  { name: 'Migration20261126143112_teams_roles', class: Migration20261126143112_teams_roles },
 ];

@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
@@ -105,6 +106,7 @@ export class DeploymentService {
     input: CreateDeploymentInput,
     opts: { waitSeconds?: number | null } = {},
   ): Promise<{ deployment: Deployment; job: Job }> {
+    authorize(principal, 'write', 'create deployments');
     const wait = opts.waitSeconds ?? 0;
     if (!Number.isInteger(wait) || wait < 0 || wait > MAX_WAIT_SECONDS)
       throw AppError.validation({ wait: `must be an integer from 0 to ${MAX_WAIT_SECONDS} (seconds)` });
@@ -277,6 +279,7 @@ export class DeploymentService {
    * be runnable here, and the inputs must still be there.
    */
   async retry(principal: Principal, jobId: string, opts: { cancelAfter?: string | null } = {}): Promise<Job> {
+    authorize(principal, 'write', 'retry jobs');
     const cancelAfter = cancelAfterSeconds(opts.cancelAfter);
     // A retry runs a job like a new deployment does, so it spends the same allowance.
     await this.limit?.take(limitKey(principal, undefined), 'too many jobs started; try again shortly');

@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import type { Page, PageArgs } from '../common/pagination';
@@ -221,6 +222,7 @@ export class JobService {
    * that has ended already is answered as it is.
    */
   async cancel(principal: Principal, id: string): Promise<Job> {
+    authorize(principal, 'write', 'cancel jobs');
     const job = await this.get(principal, id);
     if (isTerminal(job.status)) return job;
     // Not moved: it ended meanwhile, and is answered as it is.

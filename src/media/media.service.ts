@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { prefixedColumns, textTimesReader, type WithTextTimes } from '../db/rows';
 import { isUuid } from '../common/ids';
@@ -73,6 +74,7 @@ export class MediaService {
    * every byte is stored; any failure removes both the row and the bytes.
    */
   async upload(principal: Principal, input: UploadInput): Promise<MediaAsset> {
+    authorize(principal, 'write', 'upload media');
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
@@ -216,6 +218,7 @@ export class MediaService {
 
   /** Replaces the tags. */
   async updateTags(principal: Principal, id: string, tags: unknown): Promise<MediaAsset> {
+    authorize(principal, 'write', 'tag media');
     const normalised = normaliseTags(tags);
     const em = this.orm.em.fork();
     const asset = assertOwned(
@@ -230,6 +233,7 @@ export class MediaService {
 
   /** Hides the asset at once, then removes its bytes and its row. */
   async delete(principal: Principal, id: string): Promise<MediaAsset> {
+    authorize(principal, 'write', 'delete media');
     const asset = await this.get(principal, id);
     const em = this.orm.em.fork();
     const hidden = await em.nativeUpdate(

@@ -7,6 +7,7 @@ import {
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
@@ -59,6 +60,7 @@ export class ModelService {
   ) {}
 
   async create(principal: Principal, input: ModelDefinitionInput & { id?: string | null }): Promise<Model> {
+    authorize(principal, 'write', 'create models');
     if (input.id !== undefined && input.id !== null && !isUuid(input.id))
       throw AppError.validation({ id: 'must be a UUID' });
     const definition = checkDefinition(input, undefined, { machineTypes: this.machineTypes });
@@ -103,6 +105,7 @@ export class ModelService {
   }
 
   async update(principal: Principal, id: string, input: ModelDefinitionInput): Promise<Model> {
+    authorize(principal, 'manage', 'update team models');
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
     em.assign(model, checkDefinition(input, model, { machineTypes: this.machineTypes }));
@@ -111,6 +114,7 @@ export class ModelService {
   }
 
   async delete(principal: Principal, id: string): Promise<string> {
+    authorize(principal, 'manage', 'delete team models');
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
     // Likes and follows go with it (ON DELETE CASCADE).

@@ -124,7 +124,9 @@ class HttpContext implements RequestContext {
     readonly live: JobLive,
   ) {
     this.requestId = res.locals.requestId as string;
-    this.principal = (res.locals.principal as Principal | null) ?? null;
+    const principal = (res.locals.principal as Principal | null) ?? null;
+    // teams (issue 29): audit records name the request and the client address.
+    this.principal = principal && { ...principal, origin: { requestId: this.requestId, clientAddress: req.ip ?? null } };
     this[RESPONSE] = res;
   }
 

@@ -20,6 +20,7 @@ import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService } from '../models/model.service';
+import { AuditLog } from '../teams/audit.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator.factory';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
@@ -42,8 +43,13 @@ export interface ServiceDeps {
 export function createServices({ config, orm, verifier, storage, bus, log, metrics }: ServiceDeps) {
   const lifecycle = new JobLifecycle(log, metrics);
   const users = new UserService(orm);
-  const teams = new TeamService(orm);
-  const apiKeys = new ApiKeyService(orm, teams);
+  const audit = new AuditLog(orm, config.auditRetentionDays);
+  const teams = new TeamService(orm, audit, {
+    publicUrl: config.publicUrl,
+    inviteTtlHours: config.teamInviteTtlHours,
+    mail: config.smtpUrl !== undefined,
+  });
+  const apiKeys = new ApiKeyService(orm, teams, audit);
   const sessions = new SessionService(orm, config.sessionTtlSeconds, config.sessionTokenTtlSeconds);
   const authenticator = new Authenticator(config, verifier, users, apiKeys, sessions);
   const identityProvider = openIdClient({
@@ -105,6 +111,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   const history = new JobHistory(orm);
   return {
     users,
+    audit,
     teams,
     apiKeys,
     authenticator,

@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
@@ -54,6 +55,7 @@ export class WebhookService {
 
   /** The owner's signing secret, created on first use. */
   async secret(principal: Principal): Promise<WebhookSecret> {
+    authorize(principal, 'manage', "read the team's webhook secret");
     return this.secretOf(ownerOf(principal));
   }
 
@@ -62,6 +64,7 @@ export class WebhookService {
    * 24 hours, so receivers can move to the new one without losing messages.
    */
   async rotate(principal: Principal): Promise<WebhookSecret> {
+    authorize(principal, 'manage', "rotate the team's webhook secret");
     const owner = ownerOf(principal);
     await this.secretOf(owner);
     const [row]: Record<string, unknown>[] = await this.orm.em.fork().execute(
