@@ -114,6 +114,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     audit,
     teams,
     apiKeys,
+    sessions,
     authenticator,
     login,
     media,
