@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
@@ -78,6 +79,8 @@ export class DeploymentService {
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
+    /** Deployments and retries for a team leave audit records, in their own statements. */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /**
@@ -190,6 +193,12 @@ export class DeploymentService {
     // claim commits before the program starts, as a claim through the queue does. While other
     // jobs are queued, it queues behind them (first come, first served).
     const claim = this.worker?.reserve(jobId) ?? null;
+    // For a team, its audit record is one more part of the same statement.
+    const audit = this.audit?.statementPart(
+      principal,
+      { action: 'deployment.created', targetType: 'deployment', targetId: deployment.id, details: { job_id: jobId, model_id: model.id } },
+      'd',
+    );
     // The service's hottest write, in one round trip and atomically: the deployment, its job and
     // first transition (and, claimed, its second), the model's run count, the dispatch task unless
     // claimed (so a job is dispatched if and only if it was created), its deadline task and its
@@ -201,7 +210,8 @@ export class DeploymentService {
         `with d as (
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
                                   webhook, webhook_events_filter, created_at)
-         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),
+         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),${audit ? `
+       a as (${audit.sql}),` : ''}
        w as (select ?::uuid as id where not exists (select 1 from jobs where status = 'queued')),
        j as (
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
@@ -235,6 +245,7 @@ export class DeploymentService {
           deployment.webhook,
           `{${deployment.webhookEventsFilter.join(',')}}`,
           deployment.createdAt,
+          ...(audit?.params ?? []),
           claim?.workerId ?? null,
           jobId,
           model.id,
@@ -304,13 +315,19 @@ export class DeploymentService {
         'CONFLICT',
         `the input media ${gone.map((i) => i.mediaId).join(', ')} no longer exists`,
       );
+    const audit = this.audit?.statementPart(
+      principal,
+      { action: 'job.retried', targetType: 'job', details: { retry_of: job.id } },
+      'r_job',
+      'r_job.id::text',
+    );
     const rows: Record<string, unknown>[] = await em.execute(
       `with src as (select j.*, null::uuid as new_id, 1 as new_attempt,
                            now() + make_interval(secs => ?::double precision) as new_deadline
                     from jobs j where j.id = ?),
-       ${queuedCopySql('r', 'src')}
+       ${queuedCopySql('r', 'src')}${audit ? `, a as (${audit.sql})` : ''}
        select r_job.* from r_job, r_go`,
-      [cancelAfter, job.id],
+      [cancelAfter, job.id, ...(audit?.params ?? [])],
     );
     const retry = em.map(Job, rows[0]);
     this.lifecycle?.created(retry, retry.deployment.id);

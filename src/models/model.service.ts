@@ -7,6 +7,7 @@ import {
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
@@ -57,6 +58,8 @@ export class ModelService {
     private readonly orm: MikroORM,
     /** MACHINE_TYPES_FILE's machine types, which models must name; null: any name. */
     private readonly machineTypes: MachineTypes | null = null,
+    /** Team changes leave audit records (none in scripts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   async create(principal: Principal, input: ModelDefinitionInput & { id?: string | null }): Promise<Model> {
@@ -70,6 +73,7 @@ export class ModelService {
       ...(input.id ? { id: input.id.toLowerCase() } : {}),
       ...ownedBy(principal),
     });
+    this.audit?.recordForTeam(em, principal, { action: 'model.created', targetType: 'model', targetId: model.id });
     try {
       await em.flush();
     } catch (err) {
@@ -109,6 +113,7 @@ export class ModelService {
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
     em.assign(model, checkDefinition(input, model, { machineTypes: this.machineTypes }));
+    this.audit?.recordForTeam(em, principal, { action: 'model.updated', targetType: 'model', targetId: model.id });
     await em.flush();
     return model;
   }
@@ -118,7 +123,10 @@ export class ModelService {
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
     // Likes and follows go with it (ON DELETE CASCADE).
-    await em.nativeDelete(Model, { id: model.id });
+    await em.transactional(async (tx) => {
+      await tx.nativeDelete(Model, { id: model.id });
+      this.audit?.recordForTeam(tx, principal, { action: 'model.deleted', targetType: 'model', targetId: model.id });
+    });
     return model.id;
   }
 

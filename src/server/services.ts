@@ -76,19 +76,20 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         : undefined,
     },
     log,
+    audit,
   );
-  const models = new ModelService(orm, config.machineTypes);
+  const models = new ModelService(orm, config.machineTypes, audit);
   const telephony = new TelephonyService(
     orm,
     config,
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobs = new JobService(orm, lifecycle);
+  const jobs = new JobService(orm, lifecycle, audit);
   const webhooks = new WebhookService(orm, {
     allowHttp: config.webhookAllowHttp,
     allowPrivate: config.webhookAllowPrivate,
-  });
+  }, audit);
   const deployments = new DeploymentService(
     orm,
     config,
@@ -104,6 +105,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         })
       : null,
     lifecycle,
+    audit,
   );
   const live = new JobLive(bus, jobs, log);
   const billing = new BillingService(orm, config.prices);

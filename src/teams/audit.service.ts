@@ -45,6 +45,38 @@ export class AuditLog {
     });
   }
 
+  /**
+   * The same record as a part of one SQL statement, for changes written by a single statement: a
+   * CTE body inserting one record per row of `from` (none when the change touched no row). The
+   * target id is `targetSql` (an expression over `from`) or the entry's. Null acting as a user.
+   */
+  statementPart(
+    caller: TeamCaller,
+    entry: AuditEntry,
+    from: string,
+    targetSql?: string,
+  ): { sql: string; params: unknown[] } | null {
+    if (!caller.team) return null;
+    return {
+      sql: `insert into team_audit (id, team_id, created_at, actor_user_id, actor_via, actor_api_key_id, action,
+                                    target_type, target_id, details, client_address, request_id)
+            select gen_random_uuid(), ?::uuid, now(), ?::uuid, ?, ?::uuid, ?, ?, ${targetSql ?? '?'}, ?::jsonb, ?, ?
+            from ${from}`,
+      params: [
+        caller.team.id,
+        caller.user.id || null,
+        viaOf(caller),
+        caller.apiKeyId,
+        entry.action,
+        entry.targetType,
+        ...(targetSql ? [] : [entry.targetId ?? null]),
+        JSON.stringify(entry.details ?? {}),
+        caller.origin?.clientAddress ?? null,
+        caller.origin?.requestId ?? null,
+      ],
+    };
+  }
+
   /** Records an action taken for the caller's team; acting as a user records nothing. */
   recordForTeam(em: EntityManager, caller: TeamCaller, entry: AuditEntry): void {
     if (caller.team) this.record(em, caller, caller.team.id, entry);

@@ -5,6 +5,8 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 export type CreateApiKeyInput = {
   name: string;
+  /** A team key's role: `member` (default) or `viewer`. */
+  role?: string | null | undefined;
   /** Makes the key an organisation token of this team. */
   teamId?: string | number | null | undefined;
 };
@@ -55,9 +57,12 @@ export type ModelFilterInput = {
   tags?: Array<string> | null | undefined;
 };
 
+/** What a member may do in a team (docs/teams.md has the matrix). */
 export type TeamRole =
+  | 'ADMIN'
   | 'MEMBER'
-  | 'OWNER';
+  | 'OWNER'
+  | 'VIEWER';
 
 /** START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended. */
 export type WebhookEvent =
