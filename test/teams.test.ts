@@ -1,10 +1,12 @@
 import { createClient } from 'graphql-ws';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
 import { User } from '../src/users/user.entity';
 import { AuditRecord, TeamInvite } from '../src/teams/team.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { deploy, programModel, waitForJob } from './helpers/jobs';
-import { pngBytes, uploadFile } from './helpers/media';
+import { pngBytes, until, uploadFile } from './helpers/media';
 
 /** Issue 29: roles, members, invitations, team keys and the audit log (docs/teams.md). */
 let t: TestApp;
@@ -485,5 +487,99 @@ describe('the audit log', () => {
     await em.flush();
     expect(await t.runtime.services.audit.sweep()).toBeGreaterThanOrEqual(1);
     expect(await t.runtime.orm.em.fork().findOne(AuditRecord, { id: old.id })).toBeNull();
+  });
+});
+
+describe('the audit record is written with its change, or neither is', () => {
+  /** Makes PostgreSQL refuse records of `action`, runs `fn`, and lifts the refusal. */
+  async function refusing(action: string, fn: () => Promise<void>) {
+    const conn = t.runtime.orm.em.getConnection();
+    await conn.execute(`alter table team_audit add constraint refuse_for_test check (action <> '${action}')`);
+    try {
+      await fn();
+    } finally {
+      await conn.execute('alter table team_audit drop constraint refuse_for_test');
+    }
+  }
+
+  it('a role change, a deployment and a cancellation do not happen when their record cannot be written', async () => {
+    const owner = await person('atomic');
+    const other = await person('atomic2');
+    const teamId = await createTeam(owner.token);
+    await join(teamId, owner.token, other, 'member');
+    const s = await sessionFor(owner.sub, teamId);
+    const otherId = await userId(other.sub);
+    await refusing('member.role_changed', async () => {
+      expect(codeOf(await t.gql(SET_ROLE, { teamId, userId: otherId, role: 'ADMIN' }, owner.token))).toBe('INTERNAL');
+    });
+    const members = await ok<{ team: { members: { nodes: { userId: string; role: string }[] } } }>(
+      'query ($id: ID!) { team(id: $id) { members { nodes { userId role } } } }', { id: teamId }, owner.token);
+    expect(members.team.members.nodes.find((m) => m.userId === otherId)!.role).toBe('MEMBER');
+
+    const model = await programModel(t, s, 'idle');
+    await refusing('deployment.created', async () => {
+      const res = await t.gql('mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id } }', { input: { name: 'd', modelId: model, args: {} } }, s);
+      expect(codeOf(res)).toBe('INTERNAL');
+    });
+    expect((await ok<{ deployments: { nodes: unknown[] } }>('{ deployments { nodes { id } } }', {}, s)).deployments.nodes).toEqual([]);
+
+    const job = (await deploy(t, s, model, {})).jobId;
+    await refusing('job.canceled', async () => {
+      expect(codeOf(await t.gql('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: job }, s))).toBe('INTERNAL');
+    });
+    const status = (await ok<{ job: { status: string } }>('query ($id: ID!) { job(id: $id) { status } }', { id: job }, s)).job.status;
+    expect(status).not.toBe('CANCELED');
+    await ok('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: job }, s);
+    expect((await auditOf(teamId)).filter((a) => a.action === 'job.canceled')).toHaveLength(1);
+  });
+});
+
+describe('invitation mail over SMTP', () => {
+  it('mails the link; a failing server never fails the invitation, and the mail is retried', async () => {
+    const received: { to: string; text: string }[] = [];
+    let refuse = 1;
+    const smtp = new SMTPServer({
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      onRcptTo(_address, _session, cb) {
+        if (refuse > 0) {
+          refuse--;
+          return cb(Object.assign(new Error('mailbox busy, try later'), { responseCode: 451 }));
+        }
+        cb();
+      },
+      onData(stream, session, cb) {
+        let text = '';
+        stream.on('data', (c: Buffer) => (text += c.toString()));
+        stream.on('end', () => {
+          received.push({ to: session.envelope.rcptTo[0].address, text });
+          cb();
+        });
+      },
+    });
+    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
+    const port = (smtp.server.address() as AddressInfo).port;
+    const app = await startTestApp({ SMTP_URL: `smtp://127.0.0.1:${port}`, MAIL_FROM: 'team@media.test' }, { issuer: t.issuer });
+    try {
+      const ownerToken = bearer(await app.tokenFor('mailowner', { preferred_username: 'mailowner', name: 'Mail Owner' }));
+      const created = await app.gql('mutation { createTeam(input: { name: "mailers" }) { id } }', {}, ownerToken);
+      const teamId = created.body.data.createTeam.id;
+      const res = await app.http().post(`/api/v1/teams/${teamId}/invites`).set('authorization', ownerToken).send({ email: 'Invitee@X.test', role: 'member' });
+      expect(res.status).toBe(201);
+      expect(res.body.mail_state).toBe('pending');
+      const state = async () => (await app.runtime.orm.em.fork().findOneOrFail(TeamInvite, { id: res.body.id })).mailState;
+      expect(await until(state, (v) => v === 'failed')).toBe('failed');
+      const listed = await app.http().get(`/api/v1/teams/${teamId}/invites`).set('authorization', ownerToken);
+      expect(listed.body[0]).toMatchObject({ mail_state: 'failed', mail_error: expect.stringMatching(/busy/) });
+      expect(await until(state, (v) => v === 'sent', 30_000)).toBe('sent');
+      expect(received).toHaveLength(1);
+      expect(received[0].to).toBe('invitee@x.test');
+      const body = received[0].text.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
+      expect(body).toContain(res.body.invite_url);
+      expect(body).toMatch(/From: team@media.test/);
+      expect(body).toMatch(/Mail Owner invites you to mailers/);
+    } finally {
+      await app.close();
+      await new Promise<void>((r) => smtp.close(() => r()));
+    }
   });
 });
