@@ -583,3 +583,47 @@ describe('invitation mail over SMTP', () => {
     }
   });
 });
+
+describe('tenancy of the new ids', () => {
+  it("another team's team, members, invitations and audit records answer 404, even to another team's owner", async () => {
+    const a = await person('tena');
+    const b = await person('tenb');
+    const aMember = await person('tenam');
+    const teamA = await createTeam(a.token);
+    const teamB = await createTeam(b.token);
+    await join(teamA, a.token, aMember, 'member');
+    const invA = (await ok<{ inviteToTeam: { token: string; invite: { id: string } } }>(INVITE, { teamId: teamA, input: { username: 'someone-else' } }, a.token)).inviteToTeam;
+    const aMemberId = await userId(aMember.sub);
+    const http = t.http();
+    const paths: [string, string, Record<string, unknown>?][] = [
+      ['get', `/api/v1/teams/${teamA}`],
+      ['get', `/api/v1/teams/${teamA}/members`],
+      ['get', `/api/v1/teams/${teamA}/invites`],
+      ['get', `/api/v1/teams/${teamA}/audit`],
+      ['put', `/api/v1/teams/${teamA}/members/${aMemberId}`, { role: 'viewer' }],
+      ['delete', `/api/v1/teams/${teamA}/members/${aMemberId}`],
+      ['delete', `/api/v1/teams/${teamA}/invites/${invA.invite.id}`],
+      ['delete', `/api/v1/teams/${teamA}`],
+      ['post', `/api/v1/teams/${teamA}/invites`, { username: 'x' }],
+      // Team A's ids under team B's path: B's owner reaches only B's rows.
+      ['put', `/api/v1/teams/${teamB}/members/${aMemberId}`, { role: 'viewer' }],
+      ['delete', `/api/v1/teams/${teamB}/members/${aMemberId}`],
+      ['delete', `/api/v1/teams/${teamB}/invites/${invA.invite.id}`],
+      ['post', '/api/v1/invites/accept', { invite_id: invA.invite.id }],
+      ['post', '/api/v1/invites/decline', { invite_id: invA.invite.id }],
+    ];
+    for (const [method, path, body] of paths) {
+      const req = (http as unknown as Record<string, (p: string) => import('supertest').Test>)[method](path).set('authorization', b.token);
+      const res = await (body ? req.send(body) : req);
+      expect([path, res.status, res.body.error?.code]).toEqual([path, 404, 'NOT_FOUND']);
+    }
+    const bKey = (await t.http().post('/api/v1/tokens').set('authorization', b.token).send({ name: 'k', team_id: teamB })).body.token;
+    expect((await t.http().get(`/api/v1/teams/${teamA}`).set('x-service-key', bKey)).status).toBe(404);
+    const bSession = await sessionFor(b.sub, teamB);
+    expect((await t.http().get(`/api/v1/teams/${teamA}/members`).set('authorization', bSession)).status).toBe(404);
+    // B's audit log has none of A's records, and A's audit log names none of B's.
+    const bAudit = (await auditOf(teamB)).map((r) => r.targetId);
+    expect(bAudit).not.toContain(invA.invite.id);
+    expect((await auditOf(teamA)).every((r) => r.teamId === teamA)).toBe(true);
+  });
+});
