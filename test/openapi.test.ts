@@ -347,13 +347,19 @@ describe('every documented operation, answered for real', () => {
     const declined = await signedIn('oa-decliner');
     await expectStatus(call('get', `/api/v1/teams/${teamId}`, { auth }), 200);
     const invite = await expectStatus(
-      call('post', `/api/v1/teams/${teamId}/invites`, { auth, json: { username: 'oa-guest', role: 'viewer' } }),
+      call('post', `/api/v1/teams/${teamId}/invites`, {
+        auth,
+        json: { username: 'oa-guest', role: 'viewer' },
+      }),
       201,
     );
     await expectStatus(call('get', `/api/v1/teams/${teamId}/invites`, { auth }), 200);
     await expectStatus(call('get', '/api/v1/invites', { auth: guest }), 200);
     await expectStatus(
-      call('post', '/api/v1/invites/accept', { auth: guest, json: { token: (invite.body as { token: string }).token } }),
+      call('post', '/api/v1/invites/accept', {
+        auth: guest,
+        json: { token: (invite.body as { token: string }).token },
+      }),
       200,
     );
     const other = await expectStatus(
@@ -361,19 +367,36 @@ describe('every documented operation, answered for real', () => {
       201,
     );
     await expectStatus(
-      call('post', '/api/v1/invites/decline', { auth: declined, json: { invite_id: (other.body as { id: string }).id } }),
+      call('post', '/api/v1/invites/decline', {
+        auth: declined,
+        json: { invite_id: (other.body as { id: string }).id },
+      }),
       200,
     );
     const revoked = await expectStatus(
       call('post', `/api/v1/teams/${teamId}/invites`, { auth, json: { email: 'later@x.test' } }),
       201,
     );
-    await expectStatus(call('delete', `/api/v1/teams/${teamId}/invites/${(revoked.body as { id: string }).id}`, { auth }), 204);
+    await expectStatus(
+      call('delete', `/api/v1/teams/${teamId}/invites/${(revoked.body as { id: string }).id}`, { auth }),
+      204,
+    );
     const members = await expectStatus(call('get', `/api/v1/teams/${teamId}/members`, { auth }), 200);
-    const guestId = (members.body as { user_id: string; username: string }[]).find((m) => m.username === 'oa-guest')!.user_id;
-    await expectStatus(call('put', `/api/v1/teams/${teamId}/members/${guestId}`, { auth, json: { role: 'member' } }), 200);
-    await expectStatus(call('put', `/api/v1/teams/${teamId}/members/${guestId}`, { auth: guest, json: { role: 'owner' } }), 403);
-    await expectStatus(call('get', `/api/v1/teams/${teamId}/audit?limit=2&action=member.invited`, { auth }), 200);
+    const guestId = (members.body as { user_id: string; username: string }[]).find(
+      (m) => m.username === 'oa-guest',
+    )!.user_id;
+    await expectStatus(
+      call('put', `/api/v1/teams/${teamId}/members/${guestId}`, { auth, json: { role: 'member' } }),
+      200,
+    );
+    await expectStatus(
+      call('put', `/api/v1/teams/${teamId}/members/${guestId}`, { auth: guest, json: { role: 'owner' } }),
+      403,
+    );
+    await expectStatus(
+      call('get', `/api/v1/teams/${teamId}/audit?limit=2&action=member.invited`, { auth }),
+      200,
+    );
     await expectStatus(call('delete', `/api/v1/teams/${teamId}/members/${guestId}`, { auth }), 204);
     await expectStatus(call('delete', `/api/v1/teams/${teamId}`, { auth }), 204);
     await expectStatus(call('get', `/api/v1/teams/${teamId}`, { auth }), 404);

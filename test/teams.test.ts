@@ -21,7 +21,9 @@ const bearer = (v: string) => `Bearer ${v}`;
 let seq = 0;
 
 /** A user token for a fresh person with a verified email. */
-async function person(name: string): Promise<{ sub: string; username: string; email: string; token: string }> {
+async function person(
+  name: string,
+): Promise<{ sub: string; username: string; email: string; token: string }> {
   const sub = `${name}-${++seq}`;
   const email = `${sub}@x.test`;
   const token = bearer(await t.tokenFor(sub, { preferred_username: sub, email, email_verified: true }));
@@ -32,7 +34,11 @@ async function person(name: string): Promise<{ sub: string; username: string; em
 const codeOf = (res: { body: { errors?: { extensions?: { code?: string } }[] } }) =>
   res.body.errors?.[0]?.extensions?.code ?? null;
 
-async function ok<T = Record<string, unknown>>(query: string, variables: Record<string, unknown>, auth: string) {
+async function ok<T = Record<string, unknown>>(
+  query: string,
+  variables: Record<string, unknown>,
+  auth: string,
+) {
   const res = await t.gql(query, variables, auth);
   if (res.body.errors) throw new Error(JSON.stringify(res.body.errors));
   return res.body.data as T;
@@ -52,8 +58,10 @@ async function sessionFor(sub: string, teamId: string | null): Promise<string> {
 
 const INVITE = `mutation ($teamId: ID!, $input: InviteToTeamInput!) {
   inviteToTeam(teamId: $teamId, input: $input) { token inviteUrl invite { id status role email username expiresAt mailState } } }`;
-const ACCEPT = 'mutation ($input: InviteAnswerInput!) { acceptInvite(input: $input) { member { userId role } } }';
-const DECLINE = 'mutation ($input: InviteAnswerInput!) { declineInvite(input: $input) { invite { status } } }';
+const ACCEPT =
+  'mutation ($input: InviteAnswerInput!) { acceptInvite(input: $input) { member { userId role } } }';
+const DECLINE =
+  'mutation ($input: InviteAnswerInput!) { declineInvite(input: $input) { invite { status } } }';
 const SET_ROLE =
   'mutation ($teamId: ID!, $userId: ID!, $role: TeamRole!) { setTeamMemberRole(teamId: $teamId, userId: $userId, role: $role) { role } }';
 const REMOVE = 'mutation ($teamId: ID!, $userId: ID!) { removeTeamMember(teamId: $teamId, userId: $userId) }';
@@ -114,51 +122,237 @@ describe('the role matrix', () => {
   };
 
   /** Each action: the least role it needs, and how to run it (fixtures made by an owner first). */
-  const actions: { name: string; least: Role; run: (auth: string) => Promise<string | null>; team?: boolean }[] = [
-    { name: 'read the team', least: 'viewer', team: true, run: (a) => gqlCode('query ($id: ID!) { team(id: $id) { id role memberCount } }', { id: teamId }, a) },
-    { name: 'list members', least: 'viewer', team: true, run: (a) => gqlCode('query ($id: ID!) { team(id: $id) { members { nodes { userId role } } } }', { id: teamId }, a) },
-    { name: "read the team's media, jobs, deployments, models", least: 'viewer', run: (a) => gqlCode('{ media { nodes { id } } jobs { nodes { id } } deployments { nodes { id } } models(filter: { mine: true }) { nodes { id } } }', {}, a) },
-    { name: 'read a job', least: 'viewer', run: (a) => gqlCode('query ($id: ID!) { job(id: $id) { id } }', { id: doneJob }, a) },
-    { name: 'upload media', least: 'member', run: async (a) => statusCode((await uploadFile(t, a, pngBytes())).status) },
-    { name: 'tag media', least: 'member', run: async (a) => gqlCode('mutation ($id: ID!) { updateMediaTags(id: $id, tags: ["x"]) { id } }', { id: await newMedia() }, a) },
-    { name: 'delete media', least: 'member', run: async (a) => gqlCode('mutation ($id: ID!) { deleteMedia(id: $id) }', { id: await newMedia() }, a) },
-    { name: 'create a deployment', least: 'member', run: (a) => gqlCode('mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id } }', { input: { name: 'd', modelId: model, args: {} } }, a) },
-    { name: 'cancel a job', least: 'member', run: (a) => gqlCode('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: doneJob }, a) },
-    { name: 'retry a job', least: 'member', run: (a) => gqlCode('mutation ($id: ID!) { retryJob(id: $id) { id } }', { id: doneJob }, a) },
-    { name: 'create a model', least: 'member', run: (a) => gqlCode('mutation ($input: CreateModelInput!) { createModel(input: $input) { id } }', { input: { name: 'm', container: 'local', command: 'echo {args}', args: [] } }, a) },
-    { name: 'update a team model', least: 'admin', run: async (a) => gqlCode('mutation ($id: ID!) { updateModel(id: $id, input: { description: "new" }) { id } }', { id: await newModel() }, a) },
-    { name: 'delete a team model', least: 'admin', run: async (a) => gqlCode('mutation ($id: ID!) { deleteModel(id: $id) }', { id: await newModel() }, a) },
-    { name: 'create a team API key', least: 'admin', team: true, run: (a) => gqlCode('mutation ($teamId: ID!) { createApiKey(input: { name: "k", teamId: $teamId, role: "viewer" }) { value } }', { teamId }, a) },
-    { name: 'list team API keys', least: 'admin', team: true, run: (a) => gqlCode('query ($teamId: ID!) { apiKeys(teamId: $teamId) { nodes { id } } }', { teamId }, a) },
-    { name: 'revoke a team API key', least: 'admin', team: true, run: async (a) => {
-      const { createApiKey } = await ok<{ createApiKey: { apiKey: { id: string } } }>('mutation ($teamId: ID!) { createApiKey(input: { name: "k", teamId: $teamId }) { apiKey { id } } }', { teamId }, session.owner);
-      return gqlCode('mutation ($id: ID!) { revokeApiKey(id: $id) { id } }', { id: createApiKey.apiKey.id }, a);
-    } },
-    { name: 'read the webhook secret', least: 'admin', run: (a) => gqlCode('{ webhookSecret { __typename } }', {}, a) },
-    { name: 'rotate the webhook secret', least: 'admin', run: (a) => gqlCode('mutation { rotateWebhookSecret { __typename } }', {}, a) },
-    { name: 'invite', least: 'admin', team: true, run: (a) => gqlCode(INVITE, { teamId, input: { username: `nobody-${++seq}`, role: 'MEMBER' } }, a) },
-    { name: 'list invitations', least: 'admin', team: true, run: (a) => gqlCode('query ($id: ID!) { team(id: $id) { invites { nodes { id } } } }', { id: teamId }, a) },
-    { name: 'revoke an invitation', least: 'admin', team: true, run: async (a) => {
-      const { inviteToTeam } = await ok<{ inviteToTeam: { invite: { id: string } } }>(INVITE, { teamId, input: { username: `nobody-${++seq}` } }, owner.token);
-      return gqlCode('mutation ($teamId: ID!, $id: ID!) { revokeInvite(teamId: $teamId, inviteId: $id) { id } }', { teamId, id: inviteToTeam.invite.id }, a);
-    } },
-    { name: "change a non-owner's role", least: 'admin', team: true, run: async (a) => gqlCode(SET_ROLE, { teamId, userId: await newSpare(), role: 'VIEWER' }, a) },
-    { name: 'remove a non-owner', least: 'admin', team: true, run: async (a) => gqlCode(REMOVE, { teamId, userId: await newSpare() }, a) },
-    { name: 'read the audit log', least: 'admin', team: true, run: (a) => gqlCode('query ($id: ID!) { team(id: $id) { auditLog { nodes { action } } } }', { id: teamId }, a) },
-    { name: 'make an owner', least: 'owner', team: true, run: async (a) => gqlCode(SET_ROLE, { teamId, userId: await newSpare(), role: 'OWNER' }, a) },
-    { name: 'remove an owner', least: 'owner', team: true, run: async (a) => {
-      const spare = await newSpare();
-      await ok(SET_ROLE, { teamId, userId: spare, role: 'OWNER' }, owner.token);
-      return gqlCode(REMOVE, { teamId, userId: spare }, a);
-    } },
-    { name: 'invite an owner', least: 'owner', team: true, run: (a) => gqlCode(INVITE, { teamId, input: { username: `nobody-${++seq}`, role: 'OWNER' } }, a) },
+  const actions: {
+    name: string;
+    least: Role;
+    run: (auth: string) => Promise<string | null>;
+    team?: boolean;
+  }[] = [
+    {
+      name: 'read the team',
+      least: 'viewer',
+      team: true,
+      run: (a) => gqlCode('query ($id: ID!) { team(id: $id) { id role memberCount } }', { id: teamId }, a),
+    },
+    {
+      name: 'list members',
+      least: 'viewer',
+      team: true,
+      run: (a) =>
+        gqlCode(
+          'query ($id: ID!) { team(id: $id) { members { nodes { userId role } } } }',
+          { id: teamId },
+          a,
+        ),
+    },
+    {
+      name: "read the team's media, jobs, deployments, models",
+      least: 'viewer',
+      run: (a) =>
+        gqlCode(
+          '{ media { nodes { id } } jobs { nodes { id } } deployments { nodes { id } } models(filter: { mine: true }) { nodes { id } } }',
+          {},
+          a,
+        ),
+    },
+    {
+      name: 'read a job',
+      least: 'viewer',
+      run: (a) => gqlCode('query ($id: ID!) { job(id: $id) { id } }', { id: doneJob }, a),
+    },
+    {
+      name: 'upload media',
+      least: 'member',
+      run: async (a) => statusCode((await uploadFile(t, a, pngBytes())).status),
+    },
+    {
+      name: 'tag media',
+      least: 'member',
+      run: async (a) =>
+        gqlCode(
+          'mutation ($id: ID!) { updateMediaTags(id: $id, tags: ["x"]) { id } }',
+          { id: await newMedia() },
+          a,
+        ),
+    },
+    {
+      name: 'delete media',
+      least: 'member',
+      run: async (a) => gqlCode('mutation ($id: ID!) { deleteMedia(id: $id) }', { id: await newMedia() }, a),
+    },
+    {
+      name: 'create a deployment',
+      least: 'member',
+      run: (a) =>
+        gqlCode(
+          'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id } }',
+          { input: { name: 'd', modelId: model, args: {} } },
+          a,
+        ),
+    },
+    {
+      name: 'cancel a job',
+      least: 'member',
+      run: (a) => gqlCode('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: doneJob }, a),
+    },
+    {
+      name: 'retry a job',
+      least: 'member',
+      run: (a) => gqlCode('mutation ($id: ID!) { retryJob(id: $id) { id } }', { id: doneJob }, a),
+    },
+    {
+      name: 'create a model',
+      least: 'member',
+      run: (a) =>
+        gqlCode(
+          'mutation ($input: CreateModelInput!) { createModel(input: $input) { id } }',
+          { input: { name: 'm', container: 'local', command: 'echo {args}', args: [] } },
+          a,
+        ),
+    },
+    {
+      name: 'update a team model',
+      least: 'admin',
+      run: async (a) =>
+        gqlCode(
+          'mutation ($id: ID!) { updateModel(id: $id, input: { description: "new" }) { id } }',
+          { id: await newModel() },
+          a,
+        ),
+    },
+    {
+      name: 'delete a team model',
+      least: 'admin',
+      run: async (a) => gqlCode('mutation ($id: ID!) { deleteModel(id: $id) }', { id: await newModel() }, a),
+    },
+    {
+      name: 'create a team API key',
+      least: 'admin',
+      team: true,
+      run: (a) =>
+        gqlCode(
+          'mutation ($teamId: ID!) { createApiKey(input: { name: "k", teamId: $teamId, role: "viewer" }) { value } }',
+          { teamId },
+          a,
+        ),
+    },
+    {
+      name: 'list team API keys',
+      least: 'admin',
+      team: true,
+      run: (a) =>
+        gqlCode('query ($teamId: ID!) { apiKeys(teamId: $teamId) { nodes { id } } }', { teamId }, a),
+    },
+    {
+      name: 'revoke a team API key',
+      least: 'admin',
+      team: true,
+      run: async (a) => {
+        const { createApiKey } = await ok<{ createApiKey: { apiKey: { id: string } } }>(
+          'mutation ($teamId: ID!) { createApiKey(input: { name: "k", teamId: $teamId }) { apiKey { id } } }',
+          { teamId },
+          session.owner,
+        );
+        return gqlCode(
+          'mutation ($id: ID!) { revokeApiKey(id: $id) { id } }',
+          { id: createApiKey.apiKey.id },
+          a,
+        );
+      },
+    },
+    {
+      name: 'read the webhook secret',
+      least: 'admin',
+      run: (a) => gqlCode('{ webhookSecret { __typename } }', {}, a),
+    },
+    {
+      name: 'rotate the webhook secret',
+      least: 'admin',
+      run: (a) => gqlCode('mutation { rotateWebhookSecret { __typename } }', {}, a),
+    },
+    {
+      name: 'invite',
+      least: 'admin',
+      team: true,
+      run: (a) => gqlCode(INVITE, { teamId, input: { username: `nobody-${++seq}`, role: 'MEMBER' } }, a),
+    },
+    {
+      name: 'list invitations',
+      least: 'admin',
+      team: true,
+      run: (a) =>
+        gqlCode('query ($id: ID!) { team(id: $id) { invites { nodes { id } } } }', { id: teamId }, a),
+    },
+    {
+      name: 'revoke an invitation',
+      least: 'admin',
+      team: true,
+      run: async (a) => {
+        const { inviteToTeam } = await ok<{ inviteToTeam: { invite: { id: string } } }>(
+          INVITE,
+          { teamId, input: { username: `nobody-${++seq}` } },
+          owner.token,
+        );
+        return gqlCode(
+          'mutation ($teamId: ID!, $id: ID!) { revokeInvite(teamId: $teamId, inviteId: $id) { id } }',
+          { teamId, id: inviteToTeam.invite.id },
+          a,
+        );
+      },
+    },
+    {
+      name: "change a non-owner's role",
+      least: 'admin',
+      team: true,
+      run: async (a) => gqlCode(SET_ROLE, { teamId, userId: await newSpare(), role: 'VIEWER' }, a),
+    },
+    {
+      name: 'remove a non-owner',
+      least: 'admin',
+      team: true,
+      run: async (a) => gqlCode(REMOVE, { teamId, userId: await newSpare() }, a),
+    },
+    {
+      name: 'read the audit log',
+      least: 'admin',
+      team: true,
+      run: (a) =>
+        gqlCode('query ($id: ID!) { team(id: $id) { auditLog { nodes { action } } } }', { id: teamId }, a),
+    },
+    {
+      name: 'make an owner',
+      least: 'owner',
+      team: true,
+      run: async (a) => gqlCode(SET_ROLE, { teamId, userId: await newSpare(), role: 'OWNER' }, a),
+    },
+    {
+      name: 'remove an owner',
+      least: 'owner',
+      team: true,
+      run: async (a) => {
+        const spare = await newSpare();
+        await ok(SET_ROLE, { teamId, userId: spare, role: 'OWNER' }, owner.token);
+        return gqlCode(REMOVE, { teamId, userId: spare }, a);
+      },
+    },
+    {
+      name: 'invite an owner',
+      least: 'owner',
+      team: true,
+      run: (a) => gqlCode(INVITE, { teamId, input: { username: `nobody-${++seq}`, role: 'OWNER' } }, a),
+    },
     // The team still owns things: an owner passes the role check and meets the 409 that names them.
-    { name: 'delete the team', least: 'owner', team: true, run: async (a) => {
-      const res = await t.gql('mutation ($id: ID!) { deleteTeam(teamId: $id) }', { id: teamId }, a);
-      const code = codeOf(res);
-      if (code === 'CONFLICT') expect(res.body.errors[0].message).toMatch(/media.*models/);
-      return code === 'CONFLICT' ? null : code;
-    } },
+    {
+      name: 'delete the team',
+      least: 'owner',
+      team: true,
+      run: async (a) => {
+        const res = await t.gql('mutation ($id: ID!) { deleteTeam(teamId: $id) }', { id: teamId }, a);
+        const code = codeOf(res);
+        if (code === 'CONFLICT') expect(res.body.errors[0].message).toMatch(/media.*models/);
+        return code === 'CONFLICT' ? null : code;
+      },
+    },
   ];
 
   async function gqlCode(query: string, variables: Record<string, unknown>, auth: string) {
@@ -174,9 +368,12 @@ describe('the role matrix', () => {
   });
 
   const teamActions = actions.filter((a) => a.team);
-  it.each(teamActions.map((a) => [a.name, a] as const))('%s: a non-member gets 404', async (_name, action) => {
-    await expect(action.run(outsider)).resolves.toBe('NOT_FOUND');
-  });
+  it.each(teamActions.map((a) => [a.name, a] as const))(
+    '%s: a non-member gets 404',
+    async (_name, action) => {
+      await expect(action.run(outsider)).resolves.toBe('NOT_FOUND');
+    },
+  );
 
   it("a non-member reaches none of the team's resources (404)", async () => {
     const media = await newMedia();
@@ -191,12 +388,20 @@ describe('the role matrix', () => {
   });
 
   it('a user token acts as the user, not for the team, even for a member', async () => {
-    const res = await ok<{ media: { nodes: { id: string }[] } }>('{ media { nodes { id } } }', {}, owner.token);
+    const res = await ok<{ media: { nodes: { id: string }[] } }>(
+      '{ media { nodes { id } } }',
+      {},
+      owner.token,
+    );
     expect(res.media.nodes).toEqual([]);
   });
 
   it('REST answers 403 FORBIDDEN with the error shape', async () => {
-    const res = await t.http().post('/api/v1/models').set('authorization', session.viewer).send({ name: 'x', container: 'local', command: 'echo {args}', args: {} });
+    const res = await t
+      .http()
+      .post('/api/v1/models')
+      .set('authorization', session.viewer)
+      .send({ name: 'x', container: 'local', command: 'echo {args}', args: {} });
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ error: { code: 'FORBIDDEN', message: expect.any(String) } });
   });
@@ -209,26 +414,52 @@ describe('team API keys carry a role', () => {
     const teamId = await createTeam(owner.token);
     await join(teamId, owner.token, admin, 'admin');
     const make = async (role?: string) => {
-      const res = await t.http().post('/api/v1/tokens').set('authorization', admin.token).send({ name: 'k', team_id: teamId, role });
+      const res = await t
+        .http()
+        .post('/api/v1/tokens')
+        .set('authorization', admin.token)
+        .send({ name: 'k', team_id: teamId, role });
       expect(res.status).toBe(201);
       return res.body.token as string;
     };
     const viewerKey = await make('viewer');
     const memberKey = await make();
-    expect((await t.http().post('/api/v1/tokens').set('authorization', admin.token).send({ name: 'k', team_id: teamId, role: 'admin' })).status).toBe(400);
-    const createModel = (key: string) => t.http().post('/api/v1/models').set('x-service-key', key).send({ name: 'm', container: 'local', command: 'echo {args}', args: {} });
+    expect(
+      (
+        await t
+          .http()
+          .post('/api/v1/tokens')
+          .set('authorization', admin.token)
+          .send({ name: 'k', team_id: teamId, role: 'admin' })
+      ).status,
+    ).toBe(400);
+    const createModel = (key: string) =>
+      t
+        .http()
+        .post('/api/v1/models')
+        .set('x-service-key', key)
+        .send({ name: 'm', container: 'local', command: 'echo {args}', args: {} });
     expect((await createModel(viewerKey)).status).toBe(403);
     expect((await createModel(memberKey)).status).toBe(201);
     expect((await t.http().get('/api/v1/media').set('x-service-key', viewerKey)).status).toBe(200);
-    const byKey = await t.http().post('/api/v1/tokens').set('x-service-key', memberKey).send({ name: 'k', team_id: teamId });
+    const byKey = await t
+      .http()
+      .post('/api/v1/tokens')
+      .set('x-service-key', memberKey)
+      .send({ name: 'k', team_id: teamId });
     expect(byKey.status).toBe(403);
-    const listed = await ok<{ apiKeys: { nodes: { role: string; createdById: string; createdByUsername: string }[] } }>(
+    const listed = await ok<{
+      apiKeys: { nodes: { role: string; createdById: string; createdByUsername: string }[] };
+    }>(
       'query ($teamId: ID!) { apiKeys(teamId: $teamId) { nodes { role createdById createdByUsername } } }',
       { teamId },
       owner.token,
     );
     expect(listed.apiKeys.nodes.map((k) => k.role).sort()).toEqual(['member', 'viewer']);
-    expect(listed.apiKeys.nodes[0]).toMatchObject({ createdById: await userId(admin.sub), createdByUsername: admin.username });
+    expect(listed.apiKeys.nodes[0]).toMatchObject({
+      createdById: await userId(admin.sub),
+      createdByUsername: admin.username,
+    });
     await ok('mutation ($teamId: ID!) { leaveTeam(teamId: $teamId) }', { teamId }, admin.token);
     expect((await createModel(memberKey)).status).toBe(201);
   });
@@ -247,11 +478,22 @@ describe('members', () => {
     expect(members.status).toBe(200);
     expect(members.body).toEqual(
       expect.arrayContaining([
-        { user_id: await userId(owner.sub), username: owner.username, email: owner.email, name: null, role: 'owner', joined_at: expect.any(String) },
+        {
+          user_id: await userId(owner.sub),
+          username: owner.username,
+          email: owner.email,
+          name: null,
+          role: 'owner',
+          joined_at: expect.any(String),
+        },
         expect.objectContaining({ username: other.username, role: 'viewer' }),
       ]),
     );
-    const put = await t.http().put(`/api/v1/teams/${teamId}/members/${await userId(other.sub)}`).set('authorization', owner.token).send({ role: 'admin' });
+    const put = await t
+      .http()
+      .put(`/api/v1/teams/${teamId}/members/${await userId(other.sub)}`)
+      .set('authorization', owner.token)
+      .send({ role: 'admin' });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ username: other.username, role: 'admin' });
   });
@@ -260,13 +502,21 @@ describe('members', () => {
     const owner = await person('lone');
     const teamId = await createTeam(owner.token);
     const me = await userId(owner.sub);
-    expect(codeOf(await t.gql(SET_ROLE, { teamId, userId: me, role: 'ADMIN' }, owner.token))).toBe('CONFLICT');
-    const leave = await t.http().delete(`/api/v1/teams/${teamId}/members/${me}`).set('authorization', owner.token);
+    expect(codeOf(await t.gql(SET_ROLE, { teamId, userId: me, role: 'ADMIN' }, owner.token))).toBe(
+      'CONFLICT',
+    );
+    const leave = await t
+      .http()
+      .delete(`/api/v1/teams/${teamId}/members/${me}`)
+      .set('authorization', owner.token);
     expect(leave.status).toBe(409);
     expect(leave.body.error.code).toBe('CONFLICT');
     const second = await person('second');
     await join(teamId, owner.token, second, 'owner');
-    expect((await t.http().delete(`/api/v1/teams/${teamId}/members/${me}`).set('authorization', owner.token)).status).toBe(204);
+    expect(
+      (await t.http().delete(`/api/v1/teams/${teamId}/members/${me}`).set('authorization', owner.token))
+        .status,
+    ).toBe(204);
   });
 
   it('deletes a team only when it owns nothing live, naming what it owns', async () => {
@@ -278,8 +528,12 @@ describe('members', () => {
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/1 models/);
     await ok('mutation ($id: ID!) { deleteModel(id: $id) }', { id: m }, s);
-    expect((await t.http().delete(`/api/v1/teams/${teamId}`).set('authorization', owner.token)).status).toBe(204);
-    expect((await t.http().get(`/api/v1/teams/${teamId}`).set('authorization', owner.token)).status).toBe(404);
+    expect((await t.http().delete(`/api/v1/teams/${teamId}`).set('authorization', owner.token)).status).toBe(
+      204,
+    );
+    expect((await t.http().get(`/api/v1/teams/${teamId}`).set('authorization', owner.token)).status).toBe(
+      404,
+    );
   });
 
   it("removal ends the member's team sessions and subscriptions at once", async () => {
@@ -302,10 +556,16 @@ describe('members', () => {
     try {
       const seen = await new Promise((resolve, reject) => {
         let v: unknown;
-        client.subscribe({ query: '{ me { teamId } }' }, { next: (x) => (v = x), error: reject, complete: () => resolve(v) });
+        client.subscribe(
+          { query: '{ me { teamId } }' },
+          { next: (x) => (v = x), error: reject, complete: () => resolve(v) },
+        );
       });
       expect(seen).toEqual({ data: { me: { teamId } } });
-      const removed = await t.http().delete(`/api/v1/teams/${teamId}/members/${await userId(gone.sub)}`).set('authorization', owner.token);
+      const removed = await t
+        .http()
+        .delete(`/api/v1/teams/${teamId}/members/${await userId(gone.sub)}`)
+        .set('authorization', owner.token);
       expect(removed.status).toBe(204);
       expect((await t.http().get('/api/v1/media').set('authorization', s)).status).toBe(401);
       await expect(closed).resolves.toBe(4403);
@@ -323,11 +583,21 @@ describe('invitations', () => {
     teamId = await createTeam(owner.token, 'inviting');
   });
   const invite = async (input: Record<string, unknown>) =>
-    (await ok<{ inviteToTeam: { token: string; inviteUrl: string; invite: { id: string } } }>(INVITE, { teamId, input }, owner.token)).inviteToTeam;
+    (
+      await ok<{ inviteToTeam: { token: string; inviteUrl: string; invite: { id: string } } }>(
+        INVITE,
+        { teamId, input },
+        owner.token,
+      )
+    ).inviteToTeam;
 
   it('REST: invite by email, list it (without the token), accept as the verified addressee', async () => {
     const guest = await person('guest');
-    const res = await t.http().post(`/api/v1/teams/${teamId}/invites`).set('authorization', owner.token).send({ email: guest.email, role: 'viewer' });
+    const res = await t
+      .http()
+      .post(`/api/v1/teams/${teamId}/invites`)
+      .set('authorization', owner.token)
+      .send({ email: guest.email, role: 'viewer' });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -346,7 +616,11 @@ describe('invitations', () => {
     expect(mine.body.map((i: { id: string }) => i.id)).toEqual([res.body.id]);
     const stored = await t.runtime.orm.em.fork().findOneOrFail(TeamInvite, { id: res.body.id });
     expect(stored.tokenHash).not.toContain(res.body.token);
-    const accepted = await t.http().post('/api/v1/invites/accept').set('authorization', guest.token).send({ invite_id: res.body.id });
+    const accepted = await t
+      .http()
+      .post('/api/v1/invites/accept')
+      .set('authorization', guest.token)
+      .send({ invite_id: res.body.id });
     expect(accepted.status).toBe(200);
     const team = await t.http().get(`/api/v1/teams/${teamId}`).set('authorization', guest.token);
     expect(team.body.role).toBe('viewer');
@@ -358,7 +632,13 @@ describe('invitations', () => {
     const { token } = await invite({ username: meant.username });
     expect(codeOf(await t.gql(ACCEPT, { input: { token } }, other.token))).toBe('FORBIDDEN');
     // An unverified email does not match either.
-    const unverified = bearer(await t.tokenFor(`unv-${++seq}`, { preferred_username: `unv-${seq}`, email: 'u@x.test', email_verified: false }));
+    const unverified = bearer(
+      await t.tokenFor(`unv-${++seq}`, {
+        preferred_username: `unv-${seq}`,
+        email: 'u@x.test',
+        email_verified: false,
+      }),
+    );
     const byEmail = await invite({ email: 'u@x.test' });
     expect(codeOf(await t.gql(ACCEPT, { input: { token: byEmail.token } }, unverified))).toBe('FORBIDDEN');
     await ok(ACCEPT, { input: { token } }, meant.token);
@@ -369,12 +649,17 @@ describe('invitations', () => {
     const { token } = await invite({ username: a.username });
     await ok(ACCEPT, { input: { token } }, a.token);
     expect(codeOf(await t.gql(ACCEPT, { input: { token } }, a.token))).toBe('NOT_FOUND');
-    expect(codeOf(await t.gql(INVITE, { teamId, input: { username: a.username } }, owner.token))).toBe('CONFLICT');
+    expect(codeOf(await t.gql(INVITE, { teamId, input: { username: a.username } }, owner.token))).toBe(
+      'CONFLICT',
+    );
     expect(codeOf(await t.gql(INVITE, { teamId, input: { email: a.email } }, owner.token))).toBe('CONFLICT');
 
     const b = await person('revoked');
     const revoked = await invite({ username: b.username });
-    const del = await t.http().delete(`/api/v1/teams/${teamId}/invites/${revoked.invite.id}`).set('authorization', owner.token);
+    const del = await t
+      .http()
+      .delete(`/api/v1/teams/${teamId}/invites/${revoked.invite.id}`)
+      .set('authorization', owner.token);
     expect(del.status).toBe(204);
     expect(codeOf(await t.gql(ACCEPT, { input: { token: revoked.token } }, b.token))).toBe('NOT_FOUND');
 
@@ -383,15 +668,26 @@ describe('invitations', () => {
     expect(codeOf(await t.gql(ACCEPT, { input: { token: declined.token } }, b.token))).toBe('NOT_FOUND');
 
     const expired = await invite({ username: b.username });
-    await t.runtime.orm.em.fork().nativeUpdate(TeamInvite, { id: expired.invite.id }, { expiresAt: new Date(Date.now() - 1000) });
+    await t.runtime.orm.em
+      .fork()
+      .nativeUpdate(TeamInvite, { id: expired.invite.id }, { expiresAt: new Date(Date.now() - 1000) });
     expect(codeOf(await t.gql(ACCEPT, { input: { token: expired.token } }, b.token))).toBe('NOT_FOUND');
     expect(codeOf(await t.gql(ACCEPT, { input: { token: 'nonsense' } }, b.token))).toBe('NOT_FOUND');
   });
 
   it('bad input is VALIDATION_FAILED and writes nothing', async () => {
     const before = (await auditOf(teamId)).length;
-    for (const input of [{}, { email: 'a@x.test', username: 'a' }, { email: 'not-an-address' }, { username: 'x', role: 'boss' }]) {
-      const res = await t.http().post(`/api/v1/teams/${teamId}/invites`).set('authorization', owner.token).send(input);
+    for (const input of [
+      {},
+      { email: 'a@x.test', username: 'a' },
+      { email: 'not-an-address' },
+      { username: 'x', role: 'boss' },
+    ]) {
+      const res = await t
+        .http()
+        .post(`/api/v1/teams/${teamId}/invites`)
+        .set('authorization', owner.token)
+        .send(input);
       expect(res.status).toBe(400);
     }
     expect((await auditOf(teamId)).length).toBe(before);
@@ -408,14 +704,40 @@ describe('the audit log', () => {
     const memberId = await userId(member.sub);
     await ok(SET_ROLE, { teamId, userId: memberId, role: 'VIEWER' }, owner.token);
     const declined = await person('adecline');
-    const d = (await ok<{ inviteToTeam: { token: string; invite: { id: string } } }>(INVITE, { teamId, input: { username: declined.username } }, owner.token)).inviteToTeam;
+    const d = (
+      await ok<{ inviteToTeam: { token: string; invite: { id: string } } }>(
+        INVITE,
+        { teamId, input: { username: declined.username } },
+        owner.token,
+      )
+    ).inviteToTeam;
     await ok(DECLINE, { input: { token: d.token } }, declined.token);
-    const r = (await ok<{ inviteToTeam: { invite: { id: string } } }>(INVITE, { teamId, input: { username: 'x-nobody' } }, owner.token)).inviteToTeam;
-    await ok('mutation ($teamId: ID!, $id: ID!) { revokeInvite(teamId: $teamId, inviteId: $id) { id } }', { teamId, id: r.invite.id }, owner.token);
-    const key = (await ok<{ createApiKey: { apiKey: { id: string } } }>('mutation ($teamId: ID!) { createApiKey(input: { name: "k", teamId: $teamId }) { apiKey { id } } }', { teamId }, s)).createApiKey;
+    const r = (
+      await ok<{ inviteToTeam: { invite: { id: string } } }>(
+        INVITE,
+        { teamId, input: { username: 'x-nobody' } },
+        owner.token,
+      )
+    ).inviteToTeam;
+    await ok(
+      'mutation ($teamId: ID!, $id: ID!) { revokeInvite(teamId: $teamId, inviteId: $id) { id } }',
+      { teamId, id: r.invite.id },
+      owner.token,
+    );
+    const key = (
+      await ok<{ createApiKey: { apiKey: { id: string } } }>(
+        'mutation ($teamId: ID!) { createApiKey(input: { name: "k", teamId: $teamId }) { apiKey { id } } }',
+        { teamId },
+        s,
+      )
+    ).createApiKey;
     await ok('mutation ($id: ID!) { revokeApiKey(id: $id) { id } }', { id: key.apiKey.id }, s);
     const m = await programModel(t, s, 'argv');
-    await ok('mutation ($id: ID!) { updateModel(id: $id, input: { description: "d" }) { id } }', { id: m }, s);
+    await ok(
+      'mutation ($id: ID!) { updateModel(id: $id, input: { description: "d" }) { id } }',
+      { id: m },
+      s,
+    );
     const job = (await deploy(t, s, m, {})).jobId;
     await waitForJob(t, s, job);
     await ok('mutation ($id: ID!) { retryJob(id: $id) { id } }', { id: job }, s);
@@ -430,8 +752,12 @@ describe('the audit log', () => {
 
     // Refused changes write nothing.
     const count = (await auditOf(teamId)).length;
-    expect(codeOf(await t.gql(SET_ROLE, { teamId, userId: await userId(owner.sub), role: 'ADMIN' }, owner.token))).toBe('CONFLICT');
-    expect(codeOf(await t.gql(INVITE, { teamId, input: { username: owner.username } }, owner.token))).toBe('CONFLICT');
+    expect(
+      codeOf(await t.gql(SET_ROLE, { teamId, userId: await userId(owner.sub), role: 'ADMIN' }, owner.token)),
+    ).toBe('CONFLICT');
+    expect(codeOf(await t.gql(INVITE, { teamId, input: { username: owner.username } }, owner.token))).toBe(
+      'CONFLICT',
+    );
     expect((await auditOf(teamId)).length).toBe(count);
 
     const actions = (await auditOf(teamId)).map((a) => a.action);
@@ -472,18 +798,35 @@ describe('the audit log', () => {
     expect(records.find((a) => a.action === 'api_key.created')).toMatchObject({ actorVia: 'session' });
 
     // Admins read it, newest first, filtered by action and by actor.
-    const res = await t.http().get(`/api/v1/teams/${teamId}/audit`).query({ action: 'member.invited', limit: 2 }).set('authorization', owner.token);
+    const res = await t
+      .http()
+      .get(`/api/v1/teams/${teamId}/audit`)
+      .query({ action: 'member.invited', limit: 2 })
+      .set('authorization', owner.token);
     expect(res.status).toBe(200);
     expect(res.body).toHaveLength(2);
-    expect(res.body[0]).toMatchObject({ action: 'member.invited', actor: { user_id: await userId(owner.sub), via: 'user_token', api_key_id: null } });
+    expect(res.body[0]).toMatchObject({
+      action: 'member.invited',
+      actor: { user_id: await userId(owner.sub), via: 'user_token', api_key_id: null },
+    });
     expect(res.headers.link).toMatch(/rel="next"/);
-    const byActor = await t.http().get(`/api/v1/teams/${teamId}/audit`).query({ actor: await userId(declined.sub) }).set('authorization', owner.token);
+    const byActor = await t
+      .http()
+      .get(`/api/v1/teams/${teamId}/audit`)
+      .query({ actor: await userId(declined.sub) })
+      .set('authorization', owner.token);
     expect(byActor.body.map((a: { action: string }) => a.action)).toEqual(['invite.declined']);
   });
 
   it('is kept AUDIT_RETENTION_DAYS', async () => {
     const em = t.runtime.orm.em.fork();
-    const old = em.create(AuditRecord, { teamId: '00000000-0000-4000-8000-000000000000', actorVia: 'session', action: 'x', targetType: 'team', createdAt: new Date(Date.now() - 366 * 86_400_000) });
+    const old = em.create(AuditRecord, {
+      teamId: '00000000-0000-4000-8000-000000000000',
+      actorVia: 'session',
+      action: 'x',
+      targetType: 'team',
+      createdAt: new Date(Date.now() - 366 * 86_400_000),
+    });
     await em.flush();
     expect(await t.runtime.services.audit.sweep()).toBeGreaterThanOrEqual(1);
     expect(await t.runtime.orm.em.fork().findOne(AuditRecord, { id: old.id })).toBeNull();
@@ -510,24 +853,40 @@ describe('the audit record is written with its change, or neither is', () => {
     const s = await sessionFor(owner.sub, teamId);
     const otherId = await userId(other.sub);
     await refusing('member.role_changed', async () => {
-      expect(codeOf(await t.gql(SET_ROLE, { teamId, userId: otherId, role: 'ADMIN' }, owner.token))).toBe('INTERNAL');
+      expect(codeOf(await t.gql(SET_ROLE, { teamId, userId: otherId, role: 'ADMIN' }, owner.token))).toBe(
+        'INTERNAL',
+      );
     });
     const members = await ok<{ team: { members: { nodes: { userId: string; role: string }[] } } }>(
-      'query ($id: ID!) { team(id: $id) { members { nodes { userId role } } } }', { id: teamId }, owner.token);
+      'query ($id: ID!) { team(id: $id) { members { nodes { userId role } } } }',
+      { id: teamId },
+      owner.token,
+    );
     expect(members.team.members.nodes.find((m) => m.userId === otherId)!.role).toBe('MEMBER');
 
     const model = await programModel(t, s, 'idle');
     await refusing('deployment.created', async () => {
-      const res = await t.gql('mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id } }', { input: { name: 'd', modelId: model, args: {} } }, s);
+      const res = await t.gql(
+        'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { id } }',
+        { input: { name: 'd', modelId: model, args: {} } },
+        s,
+      );
       expect(codeOf(res)).toBe('INTERNAL');
     });
-    expect((await ok<{ deployments: { nodes: unknown[] } }>('{ deployments { nodes { id } } }', {}, s)).deployments.nodes).toEqual([]);
+    expect(
+      (await ok<{ deployments: { nodes: unknown[] } }>('{ deployments { nodes { id } } }', {}, s)).deployments
+        .nodes,
+    ).toEqual([]);
 
     const job = (await deploy(t, s, model, {})).jobId;
     await refusing('job.canceled', async () => {
-      expect(codeOf(await t.gql('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: job }, s))).toBe('INTERNAL');
+      expect(codeOf(await t.gql('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: job }, s))).toBe(
+        'INTERNAL',
+      );
     });
-    const status = (await ok<{ job: { status: string } }>('query ($id: ID!) { job(id: $id) { status } }', { id: job }, s)).job.status;
+    const status = (
+      await ok<{ job: { status: string } }>('query ($id: ID!) { job(id: $id) { status } }', { id: job }, s)
+    ).job.status;
     expect(status).not.toBe('CANCELED');
     await ok('mutation ($id: ID!) { cancelJob(id: $id) { id } }', { id: job }, s);
     expect((await auditOf(teamId)).filter((a) => a.action === 'job.canceled')).toHaveLength(1);
@@ -558,18 +917,35 @@ describe('invitation mail over SMTP', () => {
     });
     await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
     const port = (smtp.server.address() as AddressInfo).port;
-    const app = await startTestApp({ SMTP_URL: `smtp://127.0.0.1:${port}`, MAIL_FROM: 'team@media.test' }, { issuer: t.issuer });
+    const app = await startTestApp(
+      { SMTP_URL: `smtp://127.0.0.1:${port}`, MAIL_FROM: 'team@media.test' },
+      { issuer: t.issuer },
+    );
     try {
-      const ownerToken = bearer(await app.tokenFor('mailowner', { preferred_username: 'mailowner', name: 'Mail Owner' }));
-      const created = await app.gql('mutation { createTeam(input: { name: "mailers" }) { id } }', {}, ownerToken);
+      const ownerToken = bearer(
+        await app.tokenFor('mailowner', { preferred_username: 'mailowner', name: 'Mail Owner' }),
+      );
+      const created = await app.gql(
+        'mutation { createTeam(input: { name: "mailers" }) { id } }',
+        {},
+        ownerToken,
+      );
       const teamId = created.body.data.createTeam.id;
-      const res = await app.http().post(`/api/v1/teams/${teamId}/invites`).set('authorization', ownerToken).send({ email: 'Invitee@X.test', role: 'member' });
+      const res = await app
+        .http()
+        .post(`/api/v1/teams/${teamId}/invites`)
+        .set('authorization', ownerToken)
+        .send({ email: 'Invitee@X.test', role: 'member' });
       expect(res.status).toBe(201);
       expect(res.body.mail_state).toBe('pending');
-      const state = async () => (await app.runtime.orm.em.fork().findOneOrFail(TeamInvite, { id: res.body.id })).mailState;
+      const state = async () =>
+        (await app.runtime.orm.em.fork().findOneOrFail(TeamInvite, { id: res.body.id })).mailState;
       expect(await until(state, (v) => v === 'failed')).toBe('failed');
       const listed = await app.http().get(`/api/v1/teams/${teamId}/invites`).set('authorization', ownerToken);
-      expect(listed.body[0]).toMatchObject({ mail_state: 'failed', mail_error: expect.stringMatching(/busy/) });
+      expect(listed.body[0]).toMatchObject({
+        mail_state: 'failed',
+        mail_error: expect.stringMatching(/busy/),
+      });
       expect(await until(state, (v) => v === 'sent', 30_000)).toBe('sent');
       expect(received).toHaveLength(1);
       expect(received[0].to).toBe('invitee@x.test');
@@ -592,7 +968,13 @@ describe('tenancy of the new ids', () => {
     const teamA = await createTeam(a.token);
     const teamB = await createTeam(b.token);
     await join(teamA, a.token, aMember, 'member');
-    const invA = (await ok<{ inviteToTeam: { token: string; invite: { id: string } } }>(INVITE, { teamId: teamA, input: { username: 'someone-else' } }, a.token)).inviteToTeam;
+    const invA = (
+      await ok<{ inviteToTeam: { token: string; invite: { id: string } } }>(
+        INVITE,
+        { teamId: teamA, input: { username: 'someone-else' } },
+        a.token,
+      )
+    ).inviteToTeam;
     const aMemberId = await userId(aMember.sub);
     const http = t.http();
     const paths: [string, string, Record<string, unknown>?][] = [
@@ -613,14 +995,20 @@ describe('tenancy of the new ids', () => {
       ['post', '/api/v1/invites/decline', { invite_id: invA.invite.id }],
     ];
     for (const [method, path, body] of paths) {
-      const req = (http as unknown as Record<string, (p: string) => import('supertest').Test>)[method](path).set('authorization', b.token);
+      const req = (http as unknown as Record<string, (p: string) => import('supertest').Test>)
+        [method](path)
+        .set('authorization', b.token);
       const res = await (body ? req.send(body) : req);
       expect([path, res.status, res.body.error?.code]).toEqual([path, 404, 'NOT_FOUND']);
     }
-    const bKey = (await t.http().post('/api/v1/tokens').set('authorization', b.token).send({ name: 'k', team_id: teamB })).body.token;
+    const bKey = (
+      await t.http().post('/api/v1/tokens').set('authorization', b.token).send({ name: 'k', team_id: teamB })
+    ).body.token;
     expect((await t.http().get(`/api/v1/teams/${teamA}`).set('x-service-key', bKey)).status).toBe(404);
     const bSession = await sessionFor(b.sub, teamB);
-    expect((await t.http().get(`/api/v1/teams/${teamA}/members`).set('authorization', bSession)).status).toBe(404);
+    expect((await t.http().get(`/api/v1/teams/${teamA}/members`).set('authorization', bSession)).status).toBe(
+      404,
+    );
     // B's audit log has none of A's records, and A's audit log names none of B's.
     const bAudit = (await auditOf(teamB)).map((r) => r.targetId);
     expect(bAudit).not.toContain(invA.invite.id);

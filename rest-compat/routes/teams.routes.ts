@@ -19,7 +19,19 @@ import {
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables, queryString } from '../rest.helpers';
 import { route } from '../route';
-import { anything, arrayOf, enumOf, integer, isoTime, nullable, object, requestBody, string, url, uuid } from '../schemas';
+import {
+  anything,
+  arrayOf,
+  enumOf,
+  integer,
+  isoTime,
+  nullable,
+  object,
+  requestBody,
+  string,
+  url,
+  uuid,
+} from '../schemas';
 
 /** Members, invitations and the audit log of a team (docs/teams.md). */
 
@@ -84,7 +96,11 @@ const inviteJson = (i: RestTeamInviteFragment) => ({
 const auditSchema = object({
   id: uuid,
   at: isoTime,
-  actor: object({ user_id: nullable(uuid), via: enumOf(['session', 'api_key', 'user_token']), api_key_id: nullable(uuid) }),
+  actor: object({
+    user_id: nullable(uuid),
+    via: enumOf(['session', 'api_key', 'user_token']),
+    api_key_id: nullable(uuid),
+  }),
   action: string,
   target_type: string,
   target_id: nullable(string),

@@ -22,7 +22,12 @@ const apiKeyFields = {
   revoked_at: nullable(isoTime),
 };
 const apiKeySchema = object(apiKeyFields);
-const teamSchema = object({ id: uuid, name: string, role: enumOf(['viewer', 'member', 'admin', 'owner']), created_at: isoTime });
+const teamSchema = object({
+  id: uuid,
+  name: string,
+  role: enumOf(['viewer', 'member', 'admin', 'owner']),
+  created_at: isoTime,
+});
 
 const apiKeyJson = (k: RestApiKeyFragment) => ({
   id: k.id,
@@ -57,7 +62,11 @@ export const tokenRoutes = [
     variables: (req) => {
       const b = body(req);
       return {
-        input: { name: b.name as string, teamId: optionalString(b, 'team_id'), role: optionalString(b, 'role') },
+        input: {
+          name: b.name as string,
+          teamId: optionalString(b, 'team_id'),
+          role: optionalString(b, 'role'),
+        },
       };
     },
     respond: ({ createApiKey }) => ({

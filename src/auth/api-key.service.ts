@@ -35,14 +35,17 @@ export class ApiKeyService {
     principal: Principal,
     input: { name: string; teamId?: string | null; role?: string | null },
   ): Promise<{ key: ApiKey; value: string }> {
-    if (principal.credential === 'api_key') throw new AppError('FORBIDDEN', 'an API key cannot create API keys');
+    if (principal.credential === 'api_key')
+      throw new AppError('FORBIDDEN', 'an API key cannot create API keys');
     const name = validateName(input.name);
     const teamId = input.teamId ?? principal.team?.id ?? null;
     if (!teamId && input.role) throw AppError.validation({ role: 'only a team key has a role' });
     const role = teamId ? validateRole(input.role ?? 'member', 'role', KEY_ROLES) : null;
     const em = this.orm.em.fork();
     return em.transactional(async (tx) => {
-      const team = teamId ? await this.teams.require(principal, teamId, 'manage', 'create team API keys', tx) : null;
+      const team = teamId
+        ? await this.teams.require(principal, teamId, 'manage', 'create team API keys', tx)
+        : null;
       if (team && role && rankOf(role) > rankOf(team.role))
         throw new AppError('FORBIDDEN', `a key's role cannot exceed its creator's (${team.role})`);
       const value = randomUUID();

@@ -16,7 +16,7 @@ export class ApiKeyType {
   @Field(() => String, { nullable: true, description: "A team key's role: `member` or `viewer`." })
   role!: string | null;
 
-  @Field(() => ID, { description: 'Who created it (a team key stays when they leave: it is the team\'s).' })
+  @Field(() => ID, { description: "Who created it (a team key stays when they leave: it is the team's)." })
   createdById!: string;
 
   @Field(() => String, { nullable: true })
@@ -65,6 +65,6 @@ export class CreateApiKeyInput {
   @Field(() => ID, { nullable: true, description: 'Makes the key an organisation token of this team.' })
   teamId?: string | null;
 
-  @Field(() => String, { nullable: true, description: 'A team key\'s role: `member` (default) or `viewer`.' })
+  @Field(() => String, { nullable: true, description: "A team key's role: `member` (default) or `viewer`." })
   role?: string | null;
 }

@@ -196,9 +196,15 @@ export class DeploymentService {
     // For a team, its audit record is one more part of the same statement.
     const audit = this.audit?.statementPart(
       principal,
-      { action: 'deployment.created', targetType: 'deployment', targetId: deployment.id, details: { job_id: jobId, model_id: model.id } },
+      {
+        action: 'deployment.created',
+        targetType: 'deployment',
+        targetId: deployment.id,
+        details: { job_id: jobId, model_id: model.id },
+      },
       'd',
     );
+    const auditPart = audit ? `\n       a as (${audit.sql}),` : '';
     // The service's hottest write, in one round trip and atomically: the deployment, its job and
     // first transition (and, claimed, its second), the model's run count, the dispatch task unless
     // claimed (so a job is dispatched if and only if it was created), its deadline task and its
@@ -210,8 +216,7 @@ export class DeploymentService {
         `with d as (
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
                                   webhook, webhook_events_filter, created_at)
-         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),${audit ? `
-       a as (${audit.sql}),` : ''}
+         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),${auditPart}
        w as (select ?::uuid as id where not exists (select 1 from jobs where status = 'queued')),
        j as (
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,

@@ -231,7 +231,11 @@ export class JobService {
     const job = await this.get(principal, id);
     if (isTerminal(job.status)) return job;
     // Not moved: it ended meanwhile, and is answered as it is (and no record is written).
-    const audit = this.audit?.statementPart(principal, { action: 'job.canceled', targetType: 'job', targetId: job.id }, 'upd');
+    const audit = this.audit?.statementPart(
+      principal,
+      { action: 'job.canceled', targetType: 'job', targetId: job.id },
+      'upd',
+    );
     return (await this.transition(job.id, 'canceled', { audit })) ?? (await this.byId(job.id))!;
   }
 

@@ -245,7 +245,12 @@ export class MediaService {
         // updated_at starts the sweeper's grace: a delete in progress is not swept under it.
         { status: 'deleting', updatedAt: new Date() },
       );
-      if (n) this.audit?.recordForTeam(em, principal, { action: 'media.deleted', targetType: 'media', targetId: asset.id });
+      if (n)
+        this.audit?.recordForTeam(em, principal, {
+          action: 'media.deleted',
+          targetType: 'media',
+          targetId: asset.id,
+        });
       return n;
     });
     if (!hidden) throw AppError.notFound('media asset'); // a concurrent delete won

@@ -126,7 +126,10 @@ class HttpContext implements RequestContext {
     this.requestId = res.locals.requestId as string;
     const principal = (res.locals.principal as Principal | null) ?? null;
     // teams (issue 29): audit records name the request and the client address.
-    this.principal = principal && { ...principal, origin: { requestId: this.requestId, clientAddress: req.ip ?? null } };
+    this.principal = principal && {
+      ...principal,
+      origin: { requestId: this.requestId, clientAddress: req.ip ?? null },
+    };
     this[RESPONSE] = res;
   }
 

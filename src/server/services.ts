@@ -86,10 +86,14 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     callLinkLimit(orm, config),
   );
   const jobs = new JobService(orm, lifecycle, audit);
-  const webhooks = new WebhookService(orm, {
-    allowHttp: config.webhookAllowHttp,
-    allowPrivate: config.webhookAllowPrivate,
-  }, audit);
+  const webhooks = new WebhookService(
+    orm,
+    {
+      allowHttp: config.webhookAllowHttp,
+      allowPrivate: config.webhookAllowPrivate,
+    },
+    audit,
+  );
   const deployments = new DeploymentService(
     orm,
     config,

@@ -40,7 +40,13 @@ export function workerTasks(
     [DEADLINE_TASK]: (p) => services.jobs.cancelAtDeadline((p as { jobId: string }).jobId),
     ...deliverer.tasks(),
     ...(config.smtpUrl
-      ? { [INVITE_MAIL_TASK]: inviteMailTask(services.teams, smtpMailer(config.smtpUrl, config.mailFrom), log) }
+      ? {
+          [INVITE_MAIL_TASK]: inviteMailTask(
+            services.teams,
+            smtpMailer(config.smtpUrl, config.mailFrom),
+            log,
+          ),
+        }
       : {}),
   };
 }

@@ -36,7 +36,9 @@ export class TeamResolver {
     );
   }
 
-  @Query(() => TeamType, { description: 'A team the viewer is in, with the viewer\'s role; others are NOT_FOUND.' })
+  @Query(() => TeamType, {
+    description: "A team the viewer is in, with the viewer's role; others are NOT_FOUND.",
+  })
   async team(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
     return TeamType.from(await this.service.get(principal, id));
   }
@@ -48,7 +50,11 @@ export class TeamResolver {
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
-    return toConnection(await this.service.members(principal, team.id, { first, after }), TeamMemberType.from, encodeCursor);
+    return toConnection(
+      await this.service.members(principal, team.id, { first, after }),
+      TeamMemberType.from,
+      encodeCursor,
+    );
   }
 
   @FieldResolver(() => TeamInviteConnection, { description: 'Pending invitations (admins and owners).' })
@@ -58,7 +64,11 @@ export class TeamResolver {
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
-    return toConnection(await this.service.invites(principal, team.id, { first, after }), TeamInviteType.from, encodeCursor);
+    return toConnection(
+      await this.service.invites(principal, team.id, { first, after }),
+      TeamInviteType.from,
+      encodeCursor,
+    );
   }
 
   @FieldResolver(() => AuditRecordConnection, { description: 'Newest first (admins and owners).' })
@@ -83,10 +93,16 @@ export class TeamResolver {
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
-    return toConnection(await this.service.myInvites(principal, { first, after }), TeamInviteType.from, encodeCursor);
+    return toConnection(
+      await this.service.myInvites(principal, { first, after }),
+      TeamInviteType.from,
+      encodeCursor,
+    );
   }
 
-  @Query(() => TeamInviteType, { description: 'A usable invitation by its token (the accept page shows it).' })
+  @Query(() => TeamInviteType, {
+    description: 'A usable invitation by its token (the accept page shows it).',
+  })
   async inviteByToken(@CurrentPrincipal() _principal: Principal, @Arg('token', () => String) token: string) {
     return TeamInviteType.from(await this.service.inviteByToken(token));
   }
@@ -156,7 +172,11 @@ export class TeamResolver {
     return this.service.delete(principal, teamId);
   }
 
-  private async answer(principal: Principal, input: InviteAnswerInput, accept: boolean): Promise<InviteAnswer> {
+  private async answer(
+    principal: Principal,
+    input: InviteAnswerInput,
+    accept: boolean,
+  ): Promise<InviteAnswer> {
     const { invite, member } = await this.service.answer(principal, input, accept);
     return { invite: TeamInviteType.from(invite), member: member && TeamMemberType.from(member) };
   }

@@ -47,7 +47,11 @@ export function forbidden(role: TeamRole, what: string): AppError {
  * Refuses (403) a caller acting for a team whose role is below what `action` needs. A caller acting
  * as a user owns what it reaches and passes: which rows are reachable is the owner filter's job.
  */
-export function authorize(caller: Pick<TeamCaller, 'team' | 'teamRole'>, action: TeamAction, what: string): void {
+export function authorize(
+  caller: Pick<TeamCaller, 'team' | 'teamRole'>,
+  action: TeamAction,
+  what: string,
+): void {
   if (!caller.team) return;
   const role = caller.teamRole ?? 'viewer';
   if (!roleAllows(role, action)) throw forbidden(role, what);

@@ -32,7 +32,11 @@ export function validateName(name: unknown, field = 'name'): string {
   return trimmed;
 }
 
-export function validateRole(role: unknown, field = 'role', allowed: readonly TeamRole[] = TEAM_ROLES): TeamRole {
+export function validateRole(
+  role: unknown,
+  field = 'role',
+  allowed: readonly TeamRole[] = TEAM_ROLES,
+): TeamRole {
   const value = typeof role === 'string' ? role.toLowerCase() : role;
   if (!allowed.includes(value as TeamRole))
     throw AppError.validation({ [field]: `must be one of ${allowed.join(', ')}` });
@@ -79,7 +83,10 @@ export class TeamService {
     const page = await findPage(em, TeamMember, where, args, { populate: ['team'] });
     return {
       ...page,
-      items: page.items.map((m) => ({ team: m.team, role: caller.team ? (caller.teamRole ?? m.role) : m.role })),
+      items: page.items.map((m) => ({
+        team: m.team,
+        role: caller.team ? (caller.teamRole ?? m.role) : m.role,
+      })),
     };
   }
 
@@ -166,7 +173,8 @@ export class TeamService {
       const leaving = member.user.id === caller.user.id && caller.credential !== 'api_key';
       if (!leaving) {
         if (!roleAllows(view.role, 'manage')) throw forbidden(view.role, 'remove members');
-        if (member.role === 'owner' && !roleAllows(view.role, 'own')) throw forbidden(view.role, 'remove owners');
+        if (member.role === 'owner' && !roleAllows(view.role, 'own'))
+          throw forbidden(view.role, 'remove owners');
       }
       if (member.role === 'owner') await this.keepAnOwner(em, view.team, leaving ? 'leave' : 'remove');
       em.remove(member);
@@ -199,7 +207,11 @@ export class TeamService {
         .map(([what, n]) => `${n} ${what === 'jobs' ? 'running jobs' : what}`);
       if (left.length)
         throw new AppError('CONFLICT', `the team still owns ${left.join(', ')}: delete or cancel them first`);
-      this.audit.record(em, caller, team.id, { action: 'team.deleted', targetType: 'team', targetId: team.id });
+      this.audit.record(em, caller, team.id, {
+        action: 'team.deleted',
+        targetType: 'team',
+        targetId: team.id,
+      });
       await em.nativeDelete(Team, { id: team.id });
       return team.id;
     });
@@ -217,7 +229,8 @@ export class TeamService {
     const email = typeof input.email === 'string' ? input.email.trim().toLowerCase() : '';
     const username = typeof input.username === 'string' ? input.username.trim() : '';
     if (!email === !username) throw AppError.validation({ email: 'give exactly one of email and username' });
-    if (email && !/^[^\s@]+@[^\s@]+$/.test(email)) throw AppError.validation({ email: 'is not an email address' });
+    if (email && !/^[^\s@]+@[^\s@]+$/.test(email))
+      throw AppError.validation({ email: 'is not an email address' });
     const token = randomBytes(32).toString('base64url');
     const url = `${this.settings.publicUrl}/invites/accept?token=${token}`;
     const invite = await this.orm.em.fork().transactional(async (em) => {
@@ -247,11 +260,10 @@ export class TeamService {
       await em.flush();
       // Queued with the invitation: the mail goes (and is retried) whatever happens to this request.
       if (created.mailState === 'pending')
-        await em.execute(`select graphile_worker.add_job(?, json_build_object('inviteId', ?::text, 'url', ?::text), max_attempts => 8)`, [
-          INVITE_MAIL_TASK,
-          created.id,
-          url,
-        ]);
+        await em.execute(
+          `select graphile_worker.add_job(?, json_build_object('inviteId', ?::text, 'url', ?::text), max_attempts => 8)`,
+          [INVITE_MAIL_TASK, created.id, url],
+        );
       return created;
     });
     return { invite, token, url };
@@ -260,22 +272,37 @@ export class TeamService {
   async invites(caller: TeamCaller, teamId: unknown, args: PageArgs): Promise<Page<TeamInvite>> {
     const em = this.orm.em.fork();
     const { team } = await this.require(caller, teamId, 'manage', 'see invitations', em);
-    return findPage(em, TeamInvite, { team: team.id, status: 'pending', expiresAt: { $gt: new Date() } }, args, {
-      populate: ['invitedBy'],
-    });
+    return findPage(
+      em,
+      TeamInvite,
+      { team: team.id, status: 'pending', expiresAt: { $gt: new Date() } },
+      args,
+      {
+        populate: ['invitedBy'],
+      },
+    );
   }
 
   async revokeInvite(caller: TeamCaller, teamId: unknown, inviteId: unknown): Promise<TeamInvite> {
     return this.orm.em.fork().transactional(async (em) => {
       const { team, role } = await this.require(caller, teamId, 'manage', 'revoke invitations', em);
       const invite = isUuid(inviteId)
-        ? await em.findOne(TeamInvite, { id: inviteId.toLowerCase(), team: team.id }, { lockMode: LockMode.PESSIMISTIC_WRITE })
+        ? await em.findOne(
+            TeamInvite,
+            { id: inviteId.toLowerCase(), team: team.id },
+            { lockMode: LockMode.PESSIMISTIC_WRITE },
+          )
         : null;
       if (!usable(invite)) throw AppError.notFound('invitation');
-      if (invite.role === 'owner' && !roleAllows(role, 'own')) throw forbidden(role, 'revoke an invitation of an owner');
+      if (invite.role === 'owner' && !roleAllows(role, 'own'))
+        throw forbidden(role, 'revoke an invitation of an owner');
       invite.status = 'revoked';
       invite.answeredAt = new Date();
-      this.audit.record(em, caller, team.id, { action: 'invite.revoked', targetType: 'invite', targetId: invite.id });
+      this.audit.record(em, caller, team.id, {
+        action: 'invite.revoked',
+        targetType: 'invite',
+        targetId: invite.id,
+      });
       return invite;
     });
   }
@@ -299,7 +326,9 @@ export class TeamService {
   async inviteByToken(token: unknown): Promise<TeamInvite> {
     const invite =
       typeof token === 'string' && token
-        ? await this.orm.em.fork().findOne(TeamInvite, { tokenHash: sha256(token) }, { populate: ['team', 'invitedBy'] })
+        ? await this.orm.em
+            .fork()
+            .findOne(TeamInvite, { tokenHash: sha256(token) }, { populate: ['team', 'invitedBy'] })
         : null;
     if (!usable(invite)) throw AppError.notFound('invitation');
     return invite;
@@ -365,7 +394,9 @@ export class TeamService {
 
   /** Records the outcome of the invitation's mail (the worker's task). */
   async noteMail(inviteId: string, state: 'sent' | 'failed', error: string | null): Promise<void> {
-    await this.orm.em.fork().nativeUpdate(TeamInvite, { id: inviteId }, { mailState: state, mailError: error });
+    await this.orm.em
+      .fork()
+      .nativeUpdate(TeamInvite, { id: inviteId }, { mailState: state, mailError: error });
   }
 
   /** What the mail task needs to write the mail. */
@@ -406,7 +437,9 @@ export class TeamService {
       { lockMode: LockMode.PESSIMISTIC_WRITE },
     );
     if (owners.length < 2)
-      throw new AppError('CONFLICT', `a team keeps at least one owner: make another owner before you ${doing} this one`);
+      throw new AppError(
+        'CONFLICT',
+        `a team keeps at least one owner: make another owner before you ${doing} this one`,
+      );
   }
 }
-

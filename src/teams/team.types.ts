@@ -79,7 +79,9 @@ export class TeamMemberType {
 
 export const TeamMemberConnection = Connection(TeamMemberType, 'TeamMember');
 
-@ObjectType('TeamInvite', { description: 'An invitation to a team. Its token is shown only when it is made.' })
+@ObjectType('TeamInvite', {
+  description: 'An invitation to a team. Its token is shown only when it is made.',
+})
 export class TeamInviteType {
   @Field(() => ID)
   id!: string;

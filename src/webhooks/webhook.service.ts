@@ -76,7 +76,11 @@ export class WebhookService {
          where owner_type = ? and owner_id = ? returning *`,
         [newSecret(), owner.type, owner.id],
       );
-      this.audit?.recordForTeam(em, principal, { action: 'webhook_secret.rotated', targetType: 'team', targetId: owner.id });
+      this.audit?.recordForTeam(em, principal, {
+        action: 'webhook_secret.rotated',
+        targetType: 'team',
+        targetId: owner.id,
+      });
       return rows;
     });
     return this.orm.em.fork().map(WebhookSecret, row);
