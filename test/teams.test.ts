@@ -534,6 +534,8 @@ describe('members', () => {
     expect((await t.http().get(`/api/v1/teams/${teamId}`).set('authorization', owner.token)).status).toBe(
       404,
     );
+    // Its records stay (until AUDIT_RETENTION_DAYS), the deletion the last of them.
+    expect((await auditOf(teamId)).map((r) => r.action).slice(-2)).toEqual(['model.deleted', 'team.deleted']);
   });
 
   it("removal ends the member's team sessions and subscriptions at once", async () => {
@@ -559,11 +561,11 @@ describe('members', () => {
       const seen = await new Promise((resolve, reject) => {
         let v: unknown;
         client.subscribe(
-          { query: '{ me { teamId } }' },
+          { query: '{ me { teamId teamRole } }' },
           { next: (x) => (v = x), error: reject, complete: () => resolve(v) },
         );
       });
-      expect(seen).toEqual({ data: { me: { teamId } } });
+      expect(seen).toEqual({ data: { me: { teamId, teamRole: 'member' } } });
       const removed = await t
         .http()
         .delete(`/api/v1/teams/${teamId}/members/${await userId(gone.sub)}`)
@@ -751,6 +753,9 @@ describe('the audit log', () => {
     await ok('mutation { rotateWebhookSecret { __typename } }', {}, s);
     await ok('mutation ($id: ID!) { deleteModel(id: $id) }', { id: running }, s);
     await ok(REMOVE, { teamId, userId: memberId }, owner.token);
+    const leaver = await person('aleaver');
+    await join(teamId, owner.token, leaver, 'viewer');
+    await ok('mutation ($teamId: ID!) { leaveTeam(teamId: $teamId) }', { teamId }, leaver.token);
 
     // Refused changes write nothing.
     const count = (await auditOf(teamId)).length;
@@ -785,6 +790,9 @@ describe('the audit log', () => {
       'webhook_secret.rotated',
       'model.deleted',
       'member.removed',
+      'member.invited',
+      'invite.accepted',
+      'member.left',
     ]);
     const records = await auditOf(teamId);
     const changed = records.find((a) => a.action === 'member.role_changed')!;
