@@ -503,7 +503,7 @@ export const CreateTeamDocument = new TypedDocumentString(`
     `) as unknown as TypedDocumentString<CreateTeamMutation, CreateTeamMutationVariables>;
 export const ApiKeysDocument = new TypedDocumentString(`
     query ApiKeys($teamId: ID) {
-  apiKeys(first: 100, teamId: $teamId) {
+  apiKeys(first: 50, teamId: $teamId) {
     nodes {
       ...ApiKeyRow
     }
