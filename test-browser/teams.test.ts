@@ -57,6 +57,10 @@ it('an owner invites, a newcomer signs up through the link, accepts, runs a job,
   const link = (await page.getByLabel('Invitation link').textContent())!;
   expect(link).toMatch(new RegExp(`^${h.url}/invites/accept\\?token=[\\w-]{43}$`));
   await page.getByRole('list', { name: 'Pending invitations' }).getByText('bruno as member').waitFor();
+  await page
+    .getByRole('table', { name: 'Audit log' })
+    .getByRole('cell', { name: 'member.invited' })
+    .waitFor();
   await screenshot(page, 'team');
 
   // The newcomer opens the link without an account: sign-up first, then back to the invitation.

@@ -29,14 +29,18 @@ type Team = NonNullable<TeamPageQuery['team']>;
 export function TeamPage({ id }: { id: string }) {
   const [data, setData] = useState<TeamPageQuery | null>(null);
   const [error, setError] = useState('');
+  // Counts the changes made here, so the audit log shows their records.
+  const [changes, setChanges] = useState(0);
+  const changed = useCallback(() => setChanges((c) => c + 1), []);
   const load = useCallback(async () => {
     try {
       setData(await gql(TeamPageDocument, { id }, AS_USER));
       setError('');
+      changed();
     } catch (err) {
       setError(messageOf(err));
     }
-  }, [id]);
+  }, [id, changed]);
   useEffect(() => void load(), [load]);
 
   if (!data) return error ? <ErrorNote>{error}</ErrorNote> : <Loading what="the team" />;
@@ -50,8 +54,8 @@ export function TeamPage({ id }: { id: string }) {
       </p>
       <ErrorNote>{error}</ErrorNote>
       <Members team={team} me={data.me.id} onChanged={load} onError={setError} />
-      {manages ? <Invites team={team} /> : null}
-      {manages ? <AuditLog team={team} /> : null}
+      {manages ? <Invites team={team} onChanged={changed} /> : null}
+      {manages ? <AuditLog team={team} changes={changes} /> : null}
     </section>
   );
 }
@@ -157,7 +161,7 @@ function Members({
   );
 }
 
-function Invites({ team }: { team: Team }) {
+function Invites({ team, onChanged }: { team: Team; onChanged: () => void }) {
   const [invites, setInvites] = useState<InviteRowFragment[]>([]);
   const [who, setWho] = useState('');
   const [role, setRole] = useState<TeamRole>('MEMBER');
@@ -181,6 +185,7 @@ function Invites({ team }: { team: Team }) {
       setLink(r.inviteToTeam.inviteUrl);
       setWho('');
       setError('');
+      onChanged();
       void load();
     } catch (err) {
       setError(messageOf(err));
@@ -189,6 +194,7 @@ function Invites({ team }: { team: Team }) {
   const revoke = async (inviteId: string) => {
     try {
       await gql(RevokeTeamInviteDocument, { teamId: team.id, inviteId }, AS_USER);
+      onChanged();
       void load();
     } catch (err) {
       setError(messageOf(err));
@@ -246,7 +252,7 @@ function Invites({ team }: { team: Team }) {
 
 type AuditRow = TeamAuditQuery['team']['auditLog']['nodes'][number];
 
-function AuditLog({ team }: { team: Team }) {
+function AuditLog({ team, changes }: { team: Team; changes: number }) {
   const [rows, setRows] = useState<AuditRow[]>([]);
   const [action, setAction] = useState('');
   const [actorId, setActorId] = useState('');
@@ -264,7 +270,7 @@ function AuditLog({ team }: { team: Team }) {
       setError(messageOf(err));
     }
   }, [team.id, action, actorId]);
-  useEffect(() => void load(), [load]);
+  useEffect(() => void load(), [load, changes]);
   const nameOf = (userId: string | null | undefined) =>
     team.members.nodes.find((m) => m.userId === userId)?.username ?? userId ?? '—';
   return (
