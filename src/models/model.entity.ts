@@ -1,6 +1,6 @@
 import { ArrayType, Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 import { User } from '../users/user.entity';
 
 export type ModelArgumentKind = 'int' | 'float' | 'string' | 'file' | 'array';

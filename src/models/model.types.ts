@@ -1,5 +1,5 @@
 import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 import { Connection } from '../graphql/graphql.helpers';
 import type { Model, ModelArgument } from './model.entity';
 import { classificationOf } from './model.validation';
