@@ -22,6 +22,7 @@ import type { RequestLimits } from '../rate-limits/request-limits';
 import { graphiqlRoutes } from './graphiql';
 import type { GraphqlServer } from './graphql.server';
 import { openApiRoutes } from './openapi.route';
+import { serviceIndexRoutes } from './service-index.route';
 import type { Services } from './services';
 import { webAppRoutes } from './web-app';
 
@@ -89,6 +90,8 @@ export function appPipeline({
       routes: 'web app',
       handle: webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }),
     },
+    // After the web app: a browser's `/` is the dashboard; anything else asking for `/` the index.
+    { routes: 'service index', handle: serviceIndexRoutes(config) },
     // Plain UTF-8 JSON of a stated length is read in one step; anything else by body-parser.
     {
       stage: 'body',
