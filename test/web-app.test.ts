@@ -113,7 +113,10 @@ describe('the web app served at /', () => {
   });
 
   it('answers `/` without HTML (curl) with an index of the service, not a 404', async () => {
-    for (const headers of [{ accept: '*/*' }, { accept: 'application/json' }, {}]) {
+    for (const headers of [{ accept: '*/*' }, { accept: 'application/json' }, {}] as Record<
+      string,
+      string
+    >[]) {
       const res = await get(`${t.url}/`, headers);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
