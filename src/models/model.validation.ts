@@ -184,7 +184,12 @@ function checkArgument(c: Checker, input: ModelArgumentInput, index: number): Mo
 }
 
 /** A string argument's fixed set of values: distinct, non-empty, without control characters. */
-function checkChoices(c: Checker, field: string, kind: ModelArgumentKind, input: string[] | null): string[] | null {
+function checkChoices(
+  c: Checker,
+  field: string,
+  kind: ModelArgumentKind,
+  input: string[] | null,
+): string[] | null {
   if (input === null) return null;
   if (kind !== 'string') return c.fail(field, 'only string arguments have choices') ?? null;
   if (input.length === 0 || input.length > LIMITS.argChoices)

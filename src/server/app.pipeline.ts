@@ -85,7 +85,7 @@ export function appPipeline({
     ...publicRoutes.map(({ path, router }) => ({ routes: `public ${path}`, path, handle: router })),
     // The CDN path: public like a bucket; ids are unguessable and only live files are served.
     { routes: 'media files', handle: mediaFileRoutes(services.media) },
-    ...(config.graphqlIde ? [{ routes: 'graphiql', handle: graphiqlRoutes() }] : []),
+    ...(config.graphqlIde ? [{ routes: 'graphiql', handle: graphiqlRoutes(config.apiKeyHeader) }] : []),
     {
       routes: 'web app',
       handle: webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }),

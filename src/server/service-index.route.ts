@@ -7,7 +7,8 @@ import type { Config } from '../config';
 function packageVersion(): string {
   for (let dir = __dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const file = path.join(dir, 'package.json');
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '';
+    if (existsSync(file))
+      return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '';
   }
   return '';
 }

@@ -196,7 +196,7 @@ function Arguments({ args, defs }: { args: Record<string, unknown>; defs: ArgDef
   const names = Object.keys(args ?? {});
   if (!names.length) return <p className="muted">None.</p>;
   return (
-    <dl className="facts" aria-label="Arguments">
+    <dl className="facts values" aria-label="Arguments">
       {names.map((name) => {
         const def = defs.find((d) => d.name === name);
         return (
@@ -242,7 +242,7 @@ function ResultValue({ value }: { value: unknown }) {
       </pre>
     );
   return (
-    <dl className="facts" aria-label="Result values">
+    <dl className="facts values" aria-label="Result values">
       {Object.entries(value).map(([k, v]) => (
         <div key={k} className="fact">
           <dt>{k.replace(/[_-]/g, ' ')}</dt>

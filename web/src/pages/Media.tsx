@@ -47,7 +47,10 @@ export function MediaPage() {
     setError,
     search: filter,
   } = useTaggedPages('/files', async (tags, after) => {
-    const filter = { ...(tags.length ? { tags } : {}), ...(kindRef.current ? { type: kindRef.current } : {}) };
+    const filter = {
+      ...(tags.length ? { tags } : {}),
+      ...(kindRef.current ? { type: kindRef.current } : {}),
+    };
     return (await gql(MediaListDocument, { first: 50, after, filter })).media;
   });
   const [uploads, setUploads] = useState<Upload[]>([]);

@@ -197,7 +197,9 @@ function ArgField({
       <Field id={id} label={label} hint={hint} problem={problem}>
         <select {...common} value={value} onChange={(e) => onChange(e.target.value)}>
           {arg.optional || !value ? (
-            <option value="">{arg.optional ? `Default${arg.example ? ` (${arg.example})` : ''}` : 'Choose…'}</option>
+            <option value="">
+              {arg.optional ? `Default${arg.example ? ` (${arg.example})` : ''}` : 'Choose…'}
+            </option>
           ) : null}
           {arg.choices.map((c) => (
             <option key={c} value={c}>

@@ -16,17 +16,33 @@ export function amount(n: number): string {
   return Math.abs(n) >= 0.01 ? n.toFixed(2) : n.toPrecision(2);
 }
 
-/** Bytes stored over time, in the unit that reads best: "2.4 MB-months", never "0.000000 GB-months". */
+const SIZES: [string, number][] = [
+  ['TB', 1e12],
+  ['GB', 1e9],
+  ['MB', 1e6],
+  ['KB', 1e3],
+  ['B', 1],
+];
+const SPANS: [string, number][] = [
+  ['months', SECONDS_PER_MONTH],
+  ['days', 86400],
+  ['hours', 3600],
+  ['minutes', 60],
+  ['seconds', 1],
+];
+
+/**
+ * Bytes stored over time in the largest units that give at least 1: "856 KB-months",
+ * "2.0 KB-minutes", never "0.000000 GB-months".
+ */
 export function storageAmount(byteSeconds: number): string {
-  let n = byteSeconds / SECONDS_PER_MONTH;
-  if (n === 0) return 'nothing';
-  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
-  let i = 0;
-  while (n >= 1000 && i < units.length - 1) {
-    n /= 1000;
-    i++;
-  }
-  return `${n >= 100 ? n.toFixed(0) : n.toPrecision(2)} ${units[i]}-months`;
+  if (byteSeconds <= 0) return 'nothing';
+  for (const [span, seconds] of SPANS)
+    for (const [size, bytes] of SIZES) {
+      const n = byteSeconds / (seconds * bytes);
+      if (n >= 1) return `${n >= 100 ? n.toFixed(0) : n.toPrecision(2)} ${size}-${span}`;
+    }
+  return `${byteSeconds.toPrecision(2)} B-seconds`;
 }
 
 /** The chart's series: money when any day costs at least a cent, else machine-seconds, else nothing. */
@@ -77,7 +93,9 @@ export function UsagePage() {
         {amount(Number(usage.storage.amount))} {usage.currency}).
       </p>
       {chart.unit !== usage.currency && chart.bars.some((b) => b.values[0] > 0) ? (
-        <p className="muted">Every day so far costs less than 0.01 {usage.currency}: the chart shows machine time.</p>
+        <p className="muted">
+          Every day so far costs less than 0.01 {usage.currency}: the chart shows machine time.
+        </p>
       ) : null}
       <BarChart {...chart} />
       <h2>Per model</h2>
@@ -100,7 +118,9 @@ export function UsagePage() {
                   <td>{m.name ?? 'deleted model'}</td>
                   <td>{m.jobs}</td>
                   <td>{Number(m.seconds).toFixed(1)}</td>
-                  <td>{Number(m.amount) === 0 && Number(m.seconds) > 0 ? '< 0.01' : amount(Number(m.amount))}</td>
+                  <td>
+                    {Number(m.amount) === 0 && Number(m.seconds) > 0 ? '< 0.01' : amount(Number(m.amount))}
+                  </td>
                 </tr>
               ))}
             </tbody>

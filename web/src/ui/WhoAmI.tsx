@@ -40,4 +40,3 @@ export function ActingAs({ teams, compact = false }: { teams: Team[]; compact?: 
     </div>
   );
 }
-
