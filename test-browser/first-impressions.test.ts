@@ -46,6 +46,13 @@ describe('first impressions', () => {
     const text = (await summary.textContent()) ?? '';
     expect(text).not.toMatch(/0\.000000|GB-months/);
     expect(text).toMatch(/storage: [\d.]+ (B|KB|MB)-(seconds|minutes|hours)/);
+    // Below a cent a day: the chart shows the storage itself, never an empty box.
+    await page.getByRole('img', { name: 'Daily storage' }).waitFor();
+    expect(
+      await page
+        .locator('.chart .bar-1[height]')
+        .evaluateAll((r) => r.some((e) => Number(e.getAttribute('height')) > 0)),
+    ).toBe(true);
     await screenshot(page, 'first-usage');
   });
 
@@ -87,6 +94,14 @@ describe('first impressions', () => {
     const row = page.locator('.job-row').first();
     await row.waitFor();
     expect(await row.getByText('Image thumbnail', { exact: true }).count()).toBe(1);
+    // The job's machine time, a fraction of a cent, is what the usage chart shows now.
+    await nav(page, 'Usage').click();
+    await page.getByRole('img', { name: 'Daily machine-seconds' }).waitFor();
+    await page
+      .getByRole('row', { name: /Image thumbnail/ })
+      .getByText('< 0.01')
+      .waitFor();
+    await screenshot(page, 'first-usage-compute');
   });
 
   it('media: finished upload rows go, uploads and job results apart, small previews', async () => {

@@ -235,7 +235,7 @@ export type UnfollowModelMutation = { unfollowModel: { id: string, name: string,
 export type MonthUsageQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type MonthUsageQuery = { usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
+export type MonthUsageQuery = { usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageByteSeconds: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -799,6 +799,7 @@ export const MonthUsageDocument = new TypedDocumentString(`
       start
       computeSeconds
       computeAmount
+      storageByteSeconds
       storageAmount
       total
     }

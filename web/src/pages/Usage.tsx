@@ -45,7 +45,10 @@ export function storageAmount(byteSeconds: number): string {
   return `${byteSeconds.toPrecision(2)} B-seconds`;
 }
 
-/** The chart's series: money when any day costs at least a cent, else machine-seconds, else nothing. */
+/**
+ * The chart's series: money when any day costs at least a cent; else machine-seconds; else the
+ * storage kept; with nothing at all, the chart says so.
+ */
 function chartOf(usage: MonthUsageQuery['usage']) {
   const day = (s: string) => s.slice(0, 10);
   const money = usage.series.map((b) => ({
@@ -54,11 +57,19 @@ function chartOf(usage: MonthUsageQuery['usage']) {
   }));
   if (money.some((b) => b.values.some((v) => v > 0)))
     return { bars: money, unit: usage.currency, keys: ['compute', 'storage'], format: amount };
+  const compute = usage.series.map((b) => ({ label: day(b.start), values: [Number(b.computeSeconds)] }));
+  if (compute.some((b) => b.values[0] > 0))
+    return {
+      bars: compute,
+      unit: 'machine-seconds',
+      keys: ['compute'],
+      format: (n: number) => (n >= 10 ? n.toFixed(0) : n.toPrecision(2)),
+    };
   return {
-    bars: usage.series.map((b) => ({ label: day(b.start), values: [Number(b.computeSeconds)] })),
-    unit: 'machine-seconds',
-    keys: ['compute'],
-    format: (n: number) => (n >= 10 ? n.toFixed(0) : n.toPrecision(2)),
+    bars: usage.series.map((b) => ({ label: day(b.start), values: [0, Number(b.storageByteSeconds)] })),
+    unit: 'storage',
+    keys: ['compute', 'storage'],
+    format: (n: number) => (n === 0 ? '0' : storageAmount(n)),
   };
 }
 

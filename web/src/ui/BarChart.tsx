@@ -61,7 +61,7 @@ export function BarChart({
             <span className={`key key-${i}`} /> {k}{' '}
           </span>
         ))}
-        <span className="muted">({unit} per day)</span>
+        <span className="muted">({unit} per day, UTC)</span>
       </figcaption>
     </figure>
   );
