@@ -50,7 +50,7 @@ describe('first impressions', () => {
     await page.getByRole('img', { name: 'Daily storage' }).waitFor();
     expect(
       await page
-        .locator('.chart .bar-1[height]')
+        .locator('.chart .bar-0[height]')
         .evaluateAll((r) => r.some((e) => Number(e.getAttribute('height')) > 0)),
     ).toBe(true);
     await screenshot(page, 'first-usage');
@@ -61,7 +61,7 @@ describe('first impressions', () => {
     await page.goto(`/models/${BUILTIN.thumbnail}`);
     await page.getByLabel('The image to scale down', { exact: true }).selectOption({ label: 'sky.png' });
     await page.getByLabel('Width of the thumbnail in pixels (optional)').fill('64');
-    const format = page.getByLabel('Image format of the thumbnail (png when not given) (optional)');
+    const format = page.getByLabel('Image format of the thumbnail (optional)');
     expect(await format.evaluate((e) => e.tagName)).toBe('SELECT');
     expect(await format.locator('option').allTextContents()).toEqual([
       'Default (png)',
@@ -97,6 +97,7 @@ describe('first impressions', () => {
     // The job's machine time, a fraction of a cent, is what the usage chart shows now.
     await nav(page, 'Usage').click();
     await page.getByRole('img', { name: 'Daily machine-seconds' }).waitFor();
+    await page.getByText('the chart shows the machine-seconds used instead').waitFor();
     await page
       .getByRole('row', { name: /Image thumbnail/ })
       .getByText('< 0.01')

@@ -37,7 +37,7 @@ export const BUILTIN_MODELS: (ModelDefinitionInput & { id: string })[] = [
         optional: true,
         example: 'png',
         choices: ['png', 'jpeg', 'webp'],
-        description: 'Image format of the thumbnail (png when not given).',
+        description: 'Image format of the thumbnail.',
       },
     ],
   },

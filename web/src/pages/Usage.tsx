@@ -66,9 +66,9 @@ function chartOf(usage: MonthUsageQuery['usage']) {
       format: (n: number) => (n >= 10 ? n.toFixed(0) : n.toPrecision(2)),
     };
   return {
-    bars: usage.series.map((b) => ({ label: day(b.start), values: [0, Number(b.storageByteSeconds)] })),
+    bars: usage.series.map((b) => ({ label: day(b.start), values: [Number(b.storageByteSeconds)] })),
     unit: 'storage',
-    keys: ['compute', 'storage'],
+    keys: ['storage'],
     format: (n: number) => (n === 0 ? '0' : storageAmount(n)),
   };
 }
@@ -105,7 +105,8 @@ export function UsagePage() {
       </p>
       {chart.unit !== usage.currency && chart.bars.some((b) => b.values[0] > 0) ? (
         <p className="muted">
-          Every day so far costs less than 0.01 {usage.currency}: the chart shows machine time.
+          Every day so far costs less than 0.01 {usage.currency}: the chart shows the {chart.unit} used
+          instead.
         </p>
       ) : null}
       <BarChart {...chart} />
