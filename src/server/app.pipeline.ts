@@ -22,7 +22,7 @@ import type { RequestLimits } from '../rate-limits/request-limits';
 import { graphiqlRoutes } from './graphiql';
 import type { GraphqlServer } from './graphql.server';
 import { openApiRoutes } from './openapi.route';
-import { serviceIndexRoutes } from './service-index.route';
+import { serviceIndexRoutes } from './service-index.routes';
 import type { Services } from './services';
 import { webAppRoutes } from './web-app';
 
