@@ -18,6 +18,8 @@ export interface ModelArgument {
   tags: string[] | null;
   min: number | null;
   max: number | null;
+  /** The values a string argument may take (a select in the web app); null: any string. Absent in older rows. */
+  choices?: string[] | null;
 }
 
 /**
