@@ -95,3 +95,41 @@ describe('graphql-ws on /graphql', () => {
     }
   });
 });
+
+describe('graphql-ws operations and the credential as it stands now', () => {
+  let slow: TestApp;
+  beforeAll(async () => {
+    // The periodic re-check never comes within the test: only the check of each operation can act.
+    slow = await startTestApp({ SUBSCRIPTION_AUTH_RECHECK_SECONDS: '3600' });
+  });
+  afterAll(() => slow.close());
+
+  it('refuses the next operation of an open socket whose API key was revoked, and closes it (4403)', async () => {
+    const auth = `Bearer ${await slow.tokenFor('wsnow')}`;
+    const created = await slow.http().post('/api/v1/tokens').set('authorization', auth).send({ name: 'ws' });
+    let onClose!: (code: number) => void;
+    const closed = new Promise<number>((r) => (onClose = r));
+    const client = createClient({
+      url: `ws://127.0.0.1:${slow.port}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { 'x-service-key': created.body.token },
+      retryAttempts: 0,
+      lazy: false,
+      on: { closed: (e) => onClose((e as { code: number }).code) },
+      onNonLazyError: () => undefined,
+    });
+    try {
+      await expect(once(client, '{ me { userId } }')).resolves.toEqual({ data: { me: { userId: 'wsnow' } } });
+      const revoked = await slow
+        .http()
+        .delete(`/api/v1/tokens/${created.body.id}`)
+        .set('authorization', auth);
+      expect(revoked.status).toBe(204);
+      const after = (await once(client, '{ me { userId } }').catch((e) => e)) as unknown;
+      expect(JSON.stringify(after)).not.toContain('wsnow');
+      await expect(closed).resolves.toBe(4403);
+    } finally {
+      await client.dispose();
+    }
+  });
+});

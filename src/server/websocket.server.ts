@@ -5,7 +5,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Credentials } from '../auth/authenticator';
 import type { Principal } from '../common/principal';
-import { AppError } from '../common/errors';
+import { AppError, isDatabaseUnavailable, toAppError } from '../common/errors';
 import { nestsTooDeep, TOO_DEEP } from '../common/json-depth';
 import type { Logger } from '../common/logger';
 import type { Config } from '../config';
@@ -29,6 +29,12 @@ export interface WebSocketDeps {
   graphql: Pick<GraphqlServer, 'validationRules' | 'formatError'>;
 }
 
+/** What a socket keeps: its credential, and the principal it stood for at its last check. */
+type SocketExtra = {
+  principal?: Principal | null;
+  credentials?: Credentials;
+};
+
 /**
  * Subscriptions over graphql-ws on the server's `/graphql`; credentials come in
  * connectionParams. `close` ends every socket (1001) and waits for their operations.
@@ -47,7 +53,7 @@ export function graphqlWebSockets(
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ server, path: '/graphql' });
   const subscriptions = subscriptionGauge(metrics);
-  const cleanup = useServer<Record<string, unknown> | undefined, { principal?: Principal | null }>(
+  const cleanup = useServer<Record<string, unknown> | undefined, SocketExtra>(
     {
       schema,
       // The same limits and error shapes as over HTTP.
@@ -74,6 +80,18 @@ export function graphqlWebSockets(
       onSubscribe: async (ctx, _id, payload) => {
         const deep = tooDeep(payload, 'payload');
         if (deep) return [new GraphQLError(deep.message, { originalError: deep })];
+        // Each operation acts with the credential as it stands now (a team role changed, a
+        // member removed, a key revoked since the socket opened), as an HTTP request would.
+        if (ctx.extra.credentials) {
+          try {
+            ctx.extra.principal = await services.authenticator.authenticate(ctx.extra.credentials);
+          } catch (err) {
+            const { error } = toAppError(err);
+            if (error.code === 'UNAUTHENTICATED')
+              ctx.extra.socket.close(4403, 'Forbidden: the credential is no longer valid');
+            return [new GraphQLError(error.message, { originalError: error })];
+          }
+        }
         const refused = await limits.subscription(
           ctx.extra.principal ?? null,
           ctx.extra.request.socket.remoteAddress,
@@ -96,16 +114,23 @@ export function graphqlWebSockets(
         };
         try {
           ctx.extra.principal = await services.authenticator.authenticate(credentials);
-        } catch {
+        } catch (err) {
+          // An outage is not a refusal: 1013 tells the client to try again later.
+          if (isDatabaseUnavailable(err))
+            ctx.extra.socket.close(1013, 'Try Again Later: the database is unavailable');
           return false; // graphql-ws closes with 4403 Forbidden
         }
         if (!ctx.extra.principal) return true;
+        ctx.extra.credentials = credentials;
         // A connection lives long: a key revoked or a token expired since must end it too.
         const recheck = setInterval(() => {
-          services.authenticator.authenticate(credentials).catch((err) => {
-            if (err instanceof AppError && err.code === 'UNAUTHENTICATED')
-              ctx.extra.socket.close(4403, 'Forbidden: the credential is no longer valid');
-          });
+          services.authenticator.authenticate(credentials).then(
+            (principal) => (ctx.extra.principal = principal),
+            (err) => {
+              if (err instanceof AppError && err.code === 'UNAUTHENTICATED')
+                ctx.extra.socket.close(4403, 'Forbidden: the credential is no longer valid');
+            },
+          );
         }, config.subscriptionAuthRecheckSeconds * 1000);
         recheck.unref();
         ctx.extra.socket.once('close', () => clearInterval(recheck));
