@@ -24,7 +24,6 @@ const LAYERS = [
   ['src/billing'],
   ['src/tasks'],
   ['src/webhooks'],
-  ['src/deployments'],
   ['src/jobs'],
   ['src/media'],
   ['src/models'],
