@@ -18,10 +18,9 @@ import { DISPATCH_TASK } from './job.queue';
 import type { JobService } from './job.service';
 import type { FollowedRow } from './job.store';
 import { isTerminal } from './job.states';
+import { JobReconciler, STALE_WORKER_SECONDS } from './job.reconciler';
 import { graphileLogger, registeringPreset, WorkerRegistry } from './job.worker-registry';
 
-/** A worker whose heartbeat (database time) is older than this is gone; its jobs are reconciled. */
-const STALE_WORKER_SECONDS = 30;
 const HEARTBEAT_MS = 5_000;
 const RECONCILE_MS = 10_000;
 /** A worker that could not beat for this long does not judge others (it may be the one cut off). */
@@ -72,16 +71,14 @@ export class JobRunner implements LocalWorker {
   private readonly waiting: (() => void)[] = [];
   private offEvents: (() => void)[] = [];
   private stopping = false;
-  private reconciling = false;
   private lastBeat = 0;
-  /** Jobs of another executor kind whose worker is gone, already reported. */
-  private readonly foreign = new Set<string>();
   private readonly context: FollowContext;
   /** Pending reasons not written yet, by job id. */
   private pendingNotes = new Map<string, string | null>();
   /** The graphile-worker ids of this process's queue runners, recorded with the heartbeat. */
   private readonly queueWorkers: string[] = [];
   private readonly registry: WorkerRegistry;
+  private readonly reconciler: JobReconciler;
   private stopServing: () => void = () => undefined;
 
   constructor(
@@ -110,6 +107,13 @@ export class JobRunner implements LocalWorker {
       untilAvailable: (step) => this.untilAvailable(step),
     };
     this.registry = new WorkerRegistry(orm, { id: this.instanceId, host: this.host, pid: process.pid });
+    this.reconciler = new JobReconciler(this.registry, jobs, executor, log, {
+      id: this.instanceId,
+      host: this.host,
+      follows: (jobId) => this.following.has(jobId),
+      stopping: () => this.stopping,
+      takeOver: (row) => this.takeOver(row),
+    });
   }
 
   async start(): Promise<void> {
@@ -338,61 +342,10 @@ export class JobRunner implements LocalWorker {
     await this.jobs.notePending(notes);
   }
 
-  /**
-   * Jobs left by a worker that is gone (no heartbeat for 30 s on the database's clock, or an
-   * earlier process on this host that no longer exists), and jobs of this worker it no longer
-   * follows. A cluster's job is taken over: followed on from where it is, its log continued. A
-   * local job cannot be followed by another process: it fails with a clear error, and its
-   * leftover processes on this host are stopped. A job canceled while its worker was gone is
-   * stopped on the executor.
-   */
+  /** Reconciles now (JobReconciler), unless this worker cannot trust its own heartbeat. */
   async reconcile(): Promise<void> {
-    if (this.reconciling || Date.now() - this.lastBeat > OWN_BEAT_TRUST_MS) return;
-    this.reconciling = true;
-    try {
-      await this.reconcileOnce();
-    } finally {
-      this.reconciling = false;
-    }
-  }
-
-  private async reconcileOnce(): Promise<void> {
-    const workers = await this.registry.workers(STALE_WORKER_SECONDS);
-    const dead = new Set(
-      workers
-        .filter(
-          (w) => w.id !== this.instanceId && (w.stale || (w.host === this.host && !processAlive(w.pid))),
-        )
-        .map((w) => w.id),
-    );
-    const others = workers.filter((w) => w.id !== this.instanceId && !dead.has(w.id)).map((w) => w.id);
-    // Jobs followed by live others are theirs; this worker's own come back, to be checked here.
-    const rows = await this.jobs.followedExcept(others);
-    for (const row of rows) {
-      if (row.worker_id === this.instanceId && this.following.has(row.id)) continue;
-      if (this.stopping) break;
-      if (this.executor.detached && row.executor === this.executor.name) await this.takeOver(row);
-      else if (row.executor === 'local' || row.executor === this.executor.name)
-        await this.failLocal(row, workers);
-      else if (!this.foreign.has(row.id)) {
-        this.foreign.add(row.id);
-        this.log.warn(
-          { jobId: row.id, executor: row.executor },
-          'a job of a worker that is gone runs on another executor than this worker: left for a worker of its executor',
-        );
-      }
-    }
-    if (dead.size) await this.forget(dead);
-  }
-
-  /** Removes workers that are gone, unlocking the queue tasks they held (WorkerRegistry.forget). */
-  private async forget(dead: Set<string>): Promise<void> {
-    const unlocked = await this.registry.forget(dead);
-    if (unlocked.length)
-      this.log.info(
-        { workers: [...dead], queueWorkers: unlocked },
-        'unlocked the queue tasks of workers that are gone',
-      );
+    if (Date.now() - this.lastBeat > OWN_BEAT_TRUST_MS) return;
+    await this.reconciler.reconcile();
   }
 
   /** A cluster job of a worker that is gone: this worker follows it from now on (or stops it). */
@@ -411,38 +364,5 @@ export class JobRunner implements LocalWorker {
     } finally {
       if (this.following.get(row.id) === null) this.following.delete(row.id);
     }
-  }
-
-  /** A local job of a worker that is gone: its output cannot be followed, so it fails. */
-  private async failLocal(row: FollowedRow, workers: { id: string; host: string }[]): Promise<void> {
-    const worker = workers.find((w) => w.id === row.worker_id);
-    const here = !worker || worker.host === this.host;
-    // A job left `starting` may have a process whose id was never recorded: looked for too.
-    const stopped = here ? await this.executor.stopOrphan(row.id, row.external_id) : false;
-    if (row.status === 'canceled') {
-      await this.jobs.releaseWorker(row.id, row.worker_id!);
-      return;
-    }
-    // Its worker died, not its program: an infrastructure failure (retried per max_retries).
-    const moved = await this.jobs.transition(row.id, 'failed', {
-      infrastructure: true,
-      error:
-        `the worker running this job stopped (crash or restart) before it finished` +
-        (stopped ? '; its leftover processes were stopped' : ''),
-    });
-    if (moved)
-      this.log.warn(
-        { jobId: row.id, worker: row.worker_id, infrastructure: true },
-        'reconciled a job of a lost worker',
-      );
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
