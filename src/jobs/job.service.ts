@@ -6,8 +6,7 @@ import type { Job, JobTransition } from './job.entity';
 import { LOG_TAIL_BYTES, type LogLine } from './job.log';
 import type { JobLifecycle } from './job.lifecycle';
 import type { JobListFilter, JobListRead, JobQueries, JobRow } from './job.queries';
-import type { TransitionFields } from './job.sql';
-import type { FollowedRow, JobStore } from './job.store';
+import type { FollowedRow, JobStore, TransitionFields } from './job.store';
 import { isTerminal, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
 

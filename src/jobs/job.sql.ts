@@ -1,8 +1,6 @@
 import { raw, sql, type Cte, type Sql } from '../db/sql';
 import { CHANNELS } from '../events/event-bus';
-import type { JobOutput } from './job.entity';
 import { DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
-import type { JobStatus } from './job.states';
 
 // The fragments the job store composes its statements of. Private to the store (job.store.ts,
 // job.creation.ts): no other module writes jobs' SQL; what others add comes as statement parts
@@ -12,26 +10,6 @@ import type { JobStatus } from './job.states';
 const COPIED =
   'deployment_id, model_id, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
   'machine_count, timeout_seconds, max_retries';
-
-/** What a transition may record beside the new state. */
-export interface TransitionFields {
-  workerId?: string;
-  externalId?: string;
-  /** With `running`: where it runs. */
-  nodes?: string[];
-  exitCode?: number | null;
-  error?: string | null;
-  output?: JobOutput | null;
-  logTail?: string;
-  /** With `succeeded`: the job's stored outputs become live in the same statement. */
-  publishOutputs?: boolean;
-  /**
-   * With `failed`: the infrastructure failed, not the program. Recorded on the job; while the job
-   * has automatic retries left (`attempt <= max_retries`) and its deadline has not passed, the
-   * same statement queues its next attempt.
-   */
-  infrastructure?: boolean;
-}
 
 /**
  * Enqueues a job's deadline task, for a job row `j` (nothing when it has no deadline). Composed
@@ -97,22 +75,4 @@ export function jobEventSql(j: string, seq: string, from: string, status = `${j}
     || ${ifSmall('container', `${j}.container`, 256)} || ${ifSmall('error', `${j}.error`, 1024)}
     || ${ifSmall('argv', `${j}.argv`, 1280)} || ${ifSmall('output', `${j}.output`, 3072)}
     || ${ifSmall('nodes', `${j}.nodes`, 256)})::text`);
-}
-
-/** Columns a transition into each state sets, besides status and updated_at (the job row is `j`). */
-export function setsFor(to: JobStatus, f: TransitionFields): Sql {
-  switch (to) {
-    case 'starting':
-      return sql`, worker_id = ${f.workerId ?? null}`;
-    case 'running':
-      return sql`, external_id = coalesce(${f.externalId ?? null}, j.external_id), nodes = ${JSON.stringify(f.nodes ?? [])}::jsonb, pending_reason = null, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`;
-    case 'succeeded':
-    case 'failed':
-    case 'canceled':
-      // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
-      // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
-      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, exit_code = ${f.exitCode ?? null}, error = ${f.error ?? null}, output = ${f.output ? JSON.stringify(f.output) : null}::jsonb, log_tail = coalesce(${f.logTail ?? null}, j.log_tail), infrastructure_failure = ${f.infrastructure ?? false}`;
-    case 'queued':
-      throw new Error('a job is queued only when it is created');
-  }
 }

@@ -1,14 +1,34 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { prefixedColumns, queryRows, rowReader } from '../db/rows';
-import { ctesOf, raw, readsOf, sql, withCtes, type Cte, type StatementPart } from '../db/sql';
+import { ctesOf, raw, readsOf, sql, withCtes, type Cte, type Sql, type StatementPart } from '../db/sql';
 import { CHANNELS } from '../events/event-bus';
 import type { Deployment } from './deployment.entity';
-import { Job } from './job.entity';
+import { Job, type JobOutput } from './job.entity';
 import { DISPATCH_TASK } from './job.queue';
-import { deadlineTaskSql, jobEventSql, queuedCopyCtes, setsFor, type TransitionFields } from './job.sql';
+import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
 import type { JobStatementParts } from './job.statement-parts.port';
 import { FROM, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
+
+/** What a transition may record beside the new state. */
+export interface TransitionFields {
+  workerId?: string;
+  externalId?: string;
+  /** With `running`: where it runs. */
+  nodes?: string[];
+  exitCode?: number | null;
+  error?: string | null;
+  output?: JobOutput | null;
+  logTail?: string;
+  /** With `succeeded`: the job's stored outputs become live in the same statement. */
+  publishOutputs?: boolean;
+  /**
+   * With `failed`: the infrastructure failed, not the program. Recorded on the job; while the job
+   * has automatic retries left (`attempt <= max_retries`) and its deadline has not passed, the
+   * same statement queues its next attempt.
+   */
+  infrastructure?: boolean;
+}
 
 /** A deployment and its first job to create (plain entity objects, their ids and defaults set). */
 export interface NewDeployment {
@@ -292,4 +312,22 @@ export interface FollowedRow {
   external_id: string | null;
   executor: string;
   status: JobStatus;
+}
+
+/** Columns a transition into each state sets, besides status and updated_at (the job row is `j`). */
+export function setsFor(to: JobStatus, f: TransitionFields): Sql {
+  switch (to) {
+    case 'starting':
+      return sql`, worker_id = ${f.workerId ?? null}`;
+    case 'running':
+      return sql`, external_id = coalesce(${f.externalId ?? null}, j.external_id), nodes = ${JSON.stringify(f.nodes ?? [])}::jsonb, pending_reason = null, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`;
+    case 'succeeded':
+    case 'failed':
+    case 'canceled':
+      // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
+      // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
+      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, exit_code = ${f.exitCode ?? null}, error = ${f.error ?? null}, output = ${f.output ? JSON.stringify(f.output) : null}::jsonb, log_tail = coalesce(${f.logTail ?? null}, j.log_tail), infrastructure_failure = ${f.infrastructure ?? false}`;
+    case 'queued':
+      throw new Error('a job is queued only when it is created');
+  }
 }
