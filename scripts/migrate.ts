@@ -27,7 +27,7 @@ async function main(): Promise<number> {
     url = embedded.url;
   }
   try {
-    const orm = await openOrm({ clientUrl: url, migrate: false, migrations: true });
+    const orm = await openOrm({ clientUrl: url, entities: [], migrate: false, migrations: true });
     try {
       const migrator = orm.migrator;
       if (command === 'up') {

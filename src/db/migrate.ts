@@ -20,7 +20,7 @@ export type MigrationMessage =
 
 /** Both schemas up to date: the service's (MikroORM's migrator) and the job queue's (graphile-worker). */
 export async function migrateSchemas(target: MigrationTarget, log: MigrationLog): Promise<void> {
-  await migrateSchema({ clientUrl: target.databaseUrl, queryTimeoutMs: target.queryTimeoutMs });
+  await migrateSchema({ clientUrl: target.databaseUrl, entities: [], queryTimeoutMs: target.queryTimeoutMs });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { runMigrations, Logger } = require('graphile-worker') as typeof import('graphile-worker');
   await runMigrations({ connectionString: target.databaseUrl, logger: new Logger(() => log) });

@@ -9,8 +9,8 @@ export type Orm = MikroORM;
 
 export interface OrmOptions {
   clientUrl: string;
-  /** The entity classes (src/server/entities.ts); none to only run migrations. */
-  entities?: EntityClass<unknown>[];
+  /** The entity classes (src/server/entities.ts); none (`[]`) to only run migrations. */
+  entities: EntityClass<unknown>[];
   /** Called with each SQL statement (tests count them to prove the absence of N+1 queries). */
   onQuery?: (sql: string) => void;
   poolMax?: number;
@@ -30,7 +30,7 @@ export function ormConfig(opts: OrmOptions): Options {
   const statementMs = opts.unboundedStatements ? 0 : timeoutMs;
   return {
     clientUrl: opts.clientUrl,
-    entities: opts.entities ?? [],
+    entities: opts.entities,
     ...(opts.migrations ? { migrations: migrationsConfig() } : {}),
     allowGlobalContext: false,
     forceUtcTimezone: true,
