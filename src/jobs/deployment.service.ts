@@ -127,6 +127,51 @@ export class DeploymentService {
     idempotency: IdempotentCreation | undefined,
   ): Promise<{ deployment: Deployment; job: Job }> {
     await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
+    const { deployment, job, cancelAfter } = await this.prepare(principal, input);
+    // A worker of this process with a free slot claims the job in the same statement (`starting`,
+    // no dispatch task): the queue's round trips and the claim's own statement are saved. The
+    // claim commits before the program starts, as a claim through the queue does.
+    const claim = this.claims?.reserve(job.id) ?? null;
+    // Under an Idempotency-Key, the record that it was made is part of the same statement.
+    const made = idempotency?.record(IDEMPOTENT_KIND, deployment.id);
+    const parts: StatementPart[] = made
+      ? [{ ctes: [{ name: 'k', sql: Sql.positional(made.sql, made.params) }] }]
+      : [];
+    let created: Awaited<ReturnType<JobStore['createDeployment']>>;
+    try {
+      created = await this.store.createDeployment({
+        deployment,
+        job,
+        cancelAfter,
+        claimFor: claim?.workerId ?? null,
+        parts,
+      });
+    } catch (err) {
+      claim?.release();
+      throw err;
+    }
+    // Times on the database's clock, like every later transition of the job.
+    job.createdAt = job.updatedAt = created.createdAt;
+    job.deadlineAt = created.deadlineAt;
+    this.lifecycle?.created(job, deployment.id);
+    if (claim && created.claimed) {
+      job.status = 'starting';
+      job.workerId = claim.workerId;
+      this.lifecycle?.transitioned(job, 'queued');
+      claim.follow(job);
+    } else claim?.release();
+    return { deployment, job };
+  }
+
+  /**
+   * A deployment and its job as `input` asks, checked (the name, the webhook, the model and
+   * whether it may run here, the arguments against it, the media they name), with the command
+   * built: plain entity objects, nothing written yet.
+   */
+  private async prepare(
+    principal: Principal,
+    input: CreateDeploymentInput,
+  ): Promise<{ deployment: Deployment; job: Job; cancelAfter: number | null }> {
     const name = validateName(input.name);
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
@@ -191,39 +236,7 @@ export class DeploymentService {
       timeoutSeconds: model.timeoutSeconds,
       maxRetries: model.maxRetries,
     });
-    // A worker of this process with a free slot claims the job in the same statement (`starting`,
-    // no dispatch task): the queue's round trips and the claim's own statement are saved. The
-    // claim commits before the program starts, as a claim through the queue does.
-    const claim = this.claims?.reserve(jobId) ?? null;
-    // Under an Idempotency-Key, the record that it was made is part of the same statement.
-    const made = idempotency?.record(IDEMPOTENT_KIND, deployment.id);
-    const parts: StatementPart[] = made
-      ? [{ ctes: [{ name: 'k', sql: Sql.positional(made.sql, made.params) }] }]
-      : [];
-    let created: Awaited<ReturnType<JobStore['createDeployment']>>;
-    try {
-      created = await this.store.createDeployment({
-        deployment,
-        job,
-        cancelAfter,
-        claimFor: claim?.workerId ?? null,
-        parts,
-      });
-    } catch (err) {
-      claim?.release();
-      throw err;
-    }
-    // Times on the database's clock, like every later transition of the job.
-    job.createdAt = job.updatedAt = created.createdAt;
-    job.deadlineAt = created.deadlineAt;
-    this.lifecycle?.created(job, deployment.id);
-    if (claim && created.claimed) {
-      job.status = 'starting';
-      job.workerId = claim.workerId;
-      this.lifecycle?.transitioned(job, 'queued');
-      claim.follow(job);
-    } else claim?.release();
-    return { deployment, job };
+    return { deployment, job, cancelAfter };
   }
 
   /**
