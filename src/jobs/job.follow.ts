@@ -33,9 +33,8 @@ export interface FollowContext {
   workerId: string;
   jobs: JobService;
   media: MediaService;
-  /** The deployments of jobs (the target asset id of their first output). */
   deployments: Pick<DeploymentService, 'byIds'>;
-  /** JOBS_DIR: each job's directory is in it (workDirOf). */
+  /** JOBS_DIR, where each job has its directory (workDirOf). */
   jobsDir: string;
   executor: Executor;
   log: Logger;

@@ -82,7 +82,7 @@ export class JobRunner implements LocalWorker {
   private stopServing: () => void = () => undefined;
 
   constructor(
-    private readonly orm: MikroORM,
+    orm: MikroORM,
     private readonly jobs: JobService,
     deployments: Pick<DeploymentService, 'byIds'>,
     /** Where jobs created in this process find this worker's free slots. */
