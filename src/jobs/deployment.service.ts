@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownerOf, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
@@ -101,6 +102,7 @@ export class DeploymentService {
     input: CreateDeploymentInput,
     opts: { waitSeconds?: number | null; idempotency?: IdempotentCreation } = {},
   ): Promise<{ deployment: Deployment; job: Job }> {
+    authorize(principal, 'write', 'create deployments');
     const wait = opts.waitSeconds ?? 0;
     if (!Number.isInteger(wait) || wait < 0 || wait > MAX_WAIT_SECONDS)
       throw AppError.validation({ wait: `must be an integer from 0 to ${MAX_WAIT_SECONDS} (seconds)` });
@@ -145,6 +147,16 @@ export class DeploymentService {
         cancelAfter,
         claimFor: claim?.workerId ?? null,
         parts,
+        // For a team, its audit record.
+        acting: {
+          caller: principal,
+          action: {
+            action: 'deployment.created',
+            targetType: 'deployment',
+            targetId: deployment.id,
+            details: { job_id: job.id, model_id: job.modelId },
+          },
+        },
       });
     } catch (err) {
       claim?.release();
@@ -245,6 +257,7 @@ export class DeploymentService {
    * be runnable here, and the inputs must still be there.
    */
   async retry(principal: Principal, jobId: string, opts: { cancelAfter?: string | null } = {}): Promise<Job> {
+    authorize(principal, 'write', 'retry jobs');
     const cancelAfter = cancelAfterSeconds(opts.cancelAfter);
     // A retry runs a job like a new deployment does, so it spends the same allowance.
     await this.limit?.take(limitKey(principal, undefined), 'too many jobs started; try again shortly');
@@ -268,7 +281,10 @@ export class DeploymentService {
         'CONFLICT',
         `the input media ${gone.map((i) => i.mediaId).join(', ')} no longer exists`,
       );
-    const retry = await this.store.copyForRetry(job.id, cancelAfter);
+    const retry = await this.store.copyForRetry(job.id, cancelAfter, {
+      caller: principal,
+      action: { action: 'job.retried', targetType: 'job', details: { retry_of: job.id } },
+    });
     this.lifecycle?.created(retry, retry.deployment.id);
     return retry;
   }

@@ -1,4 +1,5 @@
 import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import type { Page, PageArgs } from '../common/pagination';
@@ -110,10 +111,15 @@ export class JobService {
    * that has ended already is answered as it is.
    */
   async cancel(principal: Principal, id: string): Promise<Job> {
+    authorize(principal, 'write', 'cancel jobs');
     const job = await this.get(principal, id);
     if (isTerminal(job.status)) return job;
-    // Not moved: it ended meanwhile, and is answered as it is.
-    return (await this.transition(job.id, 'canceled')) ?? (await this.byId(job.id))!;
+    // Not moved: it ended meanwhile, and is answered as it is (and no record is written).
+    const acting = {
+      caller: principal,
+      action: { action: 'job.canceled', targetType: 'job', targetId: job.id },
+    } as const;
+    return (await this.transition(job.id, 'canceled', { acting })) ?? (await this.byId(job.id))!;
   }
 
   /**

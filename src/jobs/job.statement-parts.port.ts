@@ -1,3 +1,4 @@
+import type { Principal } from '../auth/principal';
 import type { Sql, StatementPart } from '../db/sql';
 import type { WebhookEvent } from './job.webhook-events';
 
@@ -9,7 +10,7 @@ import type { WebhookEvent } from './job.webhook-events';
  *
  * A part reads what the statement made from the CTE it is given (rows with the columns of
  * `jobs`, one per job: a set, so a statement creating many jobs needs no other part), and names
- * its own CTEs with its module's prefix (`wh_`, `model_`), so that parts never collide.
+ * its own CTEs with its module's prefix (`wh_`, `model_`, `team_`), so that parts never collide.
  */
 export interface JobStatementParts {
   /** Parts of the statement creating deployments with their first jobs (`jobs`): a model's run count. */
@@ -21,4 +22,28 @@ export interface JobStatementParts {
   readonly events: (made: { jobs: string; events: readonly WebhookEvent[] }) => StatementPart;
   /** Part of the statement publishing a batch of lines of the job `jobId`: the `logs` message. */
   readonly lines: (jobId: Sql) => StatementPart;
+  /**
+   * The record of what a caller did (a team's audit log), in the statement that does it: one
+   * record per row of `rows.from` (none when the change touched no row), its target id
+   * `rows.targetSql` (an expression over them) or the action's; null when nothing is recorded.
+   */
+  readonly acted: (
+    caller: Principal,
+    action: JobAction,
+    rows: { from: string; targetSql?: string },
+  ) => StatementPart | null;
+}
+
+/** What a caller did to a deployment or a job (`deployment.created`, `job.canceled`, ...; docs/teams.md). */
+export interface JobAction {
+  action: string;
+  targetType: 'deployment' | 'job';
+  targetId?: string;
+  details?: Record<string, unknown>;
+}
+
+/** A change made by a caller, recorded as such (JobStatementParts.acted). */
+export interface Acting {
+  caller: Principal;
+  action: JobAction;
 }

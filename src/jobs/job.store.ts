@@ -6,7 +6,7 @@ import type { Deployment } from './deployment.entity';
 import { Job, type JobOutput } from './job.entity';
 import { DISPATCH_TASK } from './job.queue';
 import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
-import type { JobStatementParts } from './job.statement-parts.port';
+import type { Acting, JobStatementParts } from './job.statement-parts.port';
 import { FROM, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
 
@@ -28,6 +28,8 @@ export interface TransitionFields {
    * same statement queues its next attempt.
    */
   infrastructure?: boolean;
+  /** Made by a caller: its record is written in the same statement, if the job moves. */
+  acting?: Acting | null;
 }
 
 /** A deployment and its first job to create (plain entity objects, their ids and defaults set). */
@@ -40,6 +42,8 @@ export interface NewDeployment {
   claimFor: string | null;
   /** Parts of this one request (the Idempotency-Key's record), beside the wired ones. */
   parts: readonly StatementPart[];
+  /** The caller and its action, recorded in the same statement (JobStatementParts.acted). */
+  acting: Acting;
 }
 
 /**
@@ -66,6 +70,7 @@ export class JobStore {
   ): Promise<{ createdAt: Date; deadlineAt: Date | null; claimed: boolean }> {
     const { deployment: d, job } = n;
     const wired = this.parts.created.map((part) => part({ jobs: 'j' }));
+    const own = [...n.parts, ...this.acted(n.acting, { from: 'd' })];
     const ctes: Cte[] = [
       {
         name: 'd',
@@ -76,7 +81,7 @@ export class JobStore {
                  ${d.sourceAssetId}, ${d.targetAssetId}, ${d.webhook}, ${`{${d.webhookEventsFilter.join(',')}}`}::text[],
                  ${d.createdAt}) returning id`,
       },
-      ...ctesOf(n.parts),
+      ...ctesOf(own),
       {
         name: 'w',
         sql: sql`select ${n.claimFor}::uuid as id where not exists (select 1 from jobs where status = 'queued')`,
@@ -115,7 +120,7 @@ export class JobStore {
       ctes,
       sql`select j.created_at, j.deadline_at, j.worker_id is not null as claimed,
               pg_notify(${CHANNELS.jobs}, ${jobEventSql('j', 't.seq', 't.from_status', 't.to_status')})
-              ${readsOf([...n.parts, ...wired])}
+              ${readsOf([...own, ...wired])}
        from j, t, q order by t.seq`,
     ).compile();
     const [first] = await queryRows(this.orm.em, statement.text, statement.params, true);
@@ -127,8 +132,9 @@ export class JobStore {
   }
 
   /** A queued copy of the job `jobId` (a retry its owner asked for), linked to it; its deadline anew. */
-  async copyForRetry(jobId: string, cancelAfter: number | null): Promise<Job> {
+  async copyForRetry(jobId: string, cancelAfter: number | null, acting: Acting): Promise<Job> {
     const em = this.orm.em.fork();
+    const acted = this.acted(acting, { from: 'r_job', targetSql: 'r_job.id::text' });
     const statement = withCtes(
       [
         {
@@ -138,6 +144,7 @@ export class JobStore {
                     from jobs j where j.id = ${jobId}`,
         },
         ...queuedCopyCtes('r', 'src'),
+        ...ctesOf(acted),
       ],
       raw('select r_job.* from r_job, r_go'),
     ).compile();
@@ -172,6 +179,8 @@ export class JobStore {
         sql: raw(`insert into job_transitions (job_id, from_status, to_status, at)
                select id, from_status, status, updated_at from upd returning id as seq`),
       },
+      // The change's record, if a caller made it (written only if the job moves).
+      ...ctesOf(fields.acting ? this.acted(fields.acting, { from: 'upd' }) : []),
     ];
     if (fields.publishOutputs)
       ctes.push({
@@ -302,6 +311,12 @@ export class JobStore {
     await this.orm.em
       .fork()
       .execute('update jobs set worker_id = null where id = ? and worker_id = ?', [jobId, workerId]);
+  }
+
+  /** The record of a caller's action over the rows of `rows.from`, when one is kept. */
+  private acted(acting: Acting, rows: { from: string; targetSql?: string }): StatementPart[] {
+    const part = this.parts.acted(acting.caller, acting.action, rows);
+    return part ? [part] : [];
   }
 }
 

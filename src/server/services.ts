@@ -25,6 +25,7 @@ import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService, runCountPart } from '../models/model.service';
+import { AuditLog } from '../teams/audit.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator.factory';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
@@ -33,8 +34,17 @@ import { WebhookService } from '../webhooks/webhook.service';
 import { webhookJobParts } from '../webhooks/webhook.sql';
 import { IdempotencyService } from '../idempotency/idempotency.service';
 
-/** What other modules add to the job lifecycle's statements (job.statement-parts.port.ts). */
-export const jobParts: JobStatementParts = { created: [runCountPart], ...webhookJobParts };
+/**
+ * What other modules add to the job lifecycle's statements (job.statement-parts.port.ts): a
+ * model's run count, webhook messages, and a team's audit records (none without `audit`).
+ */
+export function jobStatementParts(audit: AuditLog | null): JobStatementParts {
+  return {
+    created: [runCountPart],
+    ...webhookJobParts,
+    acted: (caller, action, rows) => audit?.statementPart(caller, action, rows) ?? null,
+  };
+}
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
@@ -51,8 +61,13 @@ export interface ServiceDeps {
 export function createServices({ config, orm, verifier, storage, bus, log, metrics }: ServiceDeps) {
   const lifecycle = new JobLifecycle(log, metrics);
   const users = new UserService(orm);
-  const teams = new TeamService(orm);
-  const apiKeys = new ApiKeyService(orm, teams);
+  const audit = new AuditLog(orm, config.auditRetentionDays);
+  const teams = new TeamService(orm, audit, {
+    publicUrl: config.publicUrl,
+    inviteTtlHours: config.teamInviteTtlHours,
+    mail: config.smtpUrl !== undefined,
+  });
+  const apiKeys = new ApiKeyService(orm, teams, audit);
   const sessions = new SessionService(orm, config.sessionTtlSeconds, config.sessionTokenTtlSeconds);
   const authenticator = new Authenticator(config, verifier, users, apiKeys, sessions);
   const identityProvider = openIdClient({
@@ -79,25 +94,30 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         : undefined,
     },
     log,
+    audit,
   );
-  const models = new ModelService(orm, config.machineTypes);
+  const models = new ModelService(orm, config.machineTypes, audit);
   const telephony = new TelephonyService(
     orm,
     config,
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobStore = new JobStore(orm, jobParts);
+  const jobStore = new JobStore(orm, jobStatementParts(audit));
   const jobQueries = new JobQueries(orm);
   // The free slots of this process's worker (if it has one), where jobs created here are claimed.
   const claims = new LocalClaims();
   const jobs = new JobService(jobStore, jobQueries, lifecycle);
   // The process's one listener for job events: every live consumer listens to it, none to the bus.
   const events = new JobEvents(bus, jobs, log);
-  const webhooks = new WebhookService(orm, {
-    allowHttp: config.webhookAllowHttp,
-    allowPrivate: config.webhookAllowPrivate,
-  });
+  const webhooks = new WebhookService(
+    orm,
+    {
+      allowHttp: config.webhookAllowHttp,
+      allowPrivate: config.webhookAllowPrivate,
+    },
+    audit,
+  );
   const deployments = new DeploymentService(
     jobStore,
     jobQueries,
@@ -123,8 +143,10 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   const history = new JobHistory(orm);
   return {
     users,
+    audit,
     teams,
     apiKeys,
+    sessions,
     authenticator,
     login,
     media,
