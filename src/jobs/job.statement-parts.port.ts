@@ -6,7 +6,7 @@ import type { WebhookEvent } from './job.webhook-events';
  * What other modules add to the job lifecycle's statements (docs/architecture.md, "The job
  * lifecycle"): each part is composed into the statement that makes the change, so it commits if
  * and only if the change does, crash or not. Implemented by the modules that own the tables the
- * parts write (webhooks, models) and wired in server/services.ts; the job store composes them.
+ * parts write (webhooks, models, teams) and wired in server/services.ts; the job store composes them.
  *
  * A part reads what the statement made from the CTE it is given (rows with the columns of
  * `jobs`, one per job: a set, so a statement creating many jobs needs no other part), and names
