@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { ownerOf, type Principal } from '../auth/principal';
+import { ownerOf, type Principal } from '../common/principal';
 import { Model } from '../models/model.entity';
 import { GB_MONTH, amountOf, integrate, type Span } from './billing.meter';
 import { allocate, parseMicros, type Decimal } from '../common/decimal';

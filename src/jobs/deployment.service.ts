@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { assertOwned, ownerOf, type Principal } from '../auth/principal';
+import { assertOwned, ownerOf, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';

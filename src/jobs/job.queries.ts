@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Owner } from '../auth/principal';
+import type { Owner } from '../common/principal';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { prefixedColumns, readByIds, rowReader } from '../db/rows';
 import { sqlPage } from '../db/sql-page';

@@ -1,4 +1,4 @@
-import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { assertOwned, ownerOf, type Owner, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';

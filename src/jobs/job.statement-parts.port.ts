@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import type { Sql, StatementPart } from '../db/sql';
 import type { WebhookEvent } from './job.webhook-events';
 
