@@ -24,7 +24,6 @@ const LAYERS = [
   ['src/billing'],
   ['src/tasks'],
   ['src/webhooks'],
-  ['src/deployments'],
   ['src/jobs'],
   ['src/media'],
   ['src/models'],
@@ -61,6 +60,14 @@ const upward = LAYERS.slice(1).map((folders, index) => ({
 module.exports = {
   forbidden: [
     ...upward,
+    {
+      name: 'job-sql-private',
+      comment:
+        "the job lifecycle's SQL fragments are its store's own; other modules add to its statements through job.statement-parts.port.ts",
+      severity: 'error',
+      from: { path: '^(src|rest-compat)/', pathNot: '^src/jobs/job[.]store[.]ts$' },
+      to: { path: '^src/jobs/job[.]sql[.]ts$' },
+    },
     {
       name: 'no-circular',
       comment: 'no import cycle between files',

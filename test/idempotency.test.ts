@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiKey } from '../src/auth/api-key.entity';
-import { Deployment } from '../src/deployments/deployment.entity';
+import { Deployment } from '../src/jobs/deployment.entity';
 import { MediaAsset } from '../src/media/media.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { BUILTIN } from './helpers/jobs';

@@ -54,6 +54,7 @@ async function followed(
     jobs,
     media,
     deployments,
+    jobsDir: t.runtime.config.jobsDir,
     executor,
     log: createLogger('error'),
     publish: (j, lines) => jobs.publishLines(j, lines),

@@ -1,4 +1,4 @@
-import { Deployment } from '../src/deployments/deployment.entity';
+import { Deployment } from '../src/jobs/deployment.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { alive, BUILTIN, deploy, jobOf, launcherOf, programModel, waitForJob } from './helpers/jobs';
 import { until, uploadFile } from './helpers/media';

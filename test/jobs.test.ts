@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import WebSocket from 'ws';
-import { Deployment } from '../src/deployments/deployment.entity';
+import { Deployment } from '../src/jobs/deployment.entity';
 import { Model } from '../src/models/model.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import {

@@ -3,7 +3,10 @@ import { Client as PgClient } from 'pg';
 import WebSocket from 'ws';
 import { openOrm, type Orm } from '../src/db/orm';
 import { entities } from '../src/server/entities';
+import { JobQueries } from '../src/jobs/job.queries';
 import { JobService } from '../src/jobs/job.service';
+import { JobStore } from '../src/jobs/job.store';
+import { jobStatementParts } from '../src/server/services';
 import { startTestApp, type TestApp } from './helpers/app';
 import { alive, deploy, PROGRAM, programModel } from './helpers/jobs';
 import { until } from './helpers/media';
@@ -232,7 +235,7 @@ describe('a gap in the event connection', () => {
         `select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'media-platform-events' and backend_type = 'client backend'`,
         [database],
       );
-      const jobs = new JobService(other);
+      const jobs = new JobService(new JobStore(other, jobStatementParts(null)), new JobQueries(other));
       expect(await jobs.transition(a.jobId, 'canceled')).not.toBeNull();
       expect(await jobs.transition(b.jobId, 'canceled')).not.toBeNull();
       await admin.query(`alter database ${database} allow_connections true`);
@@ -349,7 +352,7 @@ describe('a gap in the event connection', () => {
       // listening connection is cut once more right after it came back.
       other = await openOrm({ clientUrl: app.databaseUrl, entities });
       await other.em.fork().execute('select 1');
-      const jobs = new JobService(other);
+      const jobs = new JobService(new JobStore(other, jobStatementParts(null)), new JobQueries(other));
       const listening = async () => {
         while (Number((await admin.query(`select count(*) ${listener}`, [database])).rows[0].count) < 1)
           await new Promise((r) => setTimeout(r, 20));

@@ -17,7 +17,7 @@ import { body, listResponse, optionalString, pageVariables, queryString } from '
 import { idempotency, type QueryParameter } from '../../src/http/openapi/openapi.docs';
 import { route } from '../route';
 import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
-import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
+import { WEBHOOK_EVENTS } from '../../src/jobs/job.webhook-events';
 import {
   anything,
   arrayOf,

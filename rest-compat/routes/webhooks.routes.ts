@@ -17,7 +17,7 @@ import {
   url,
   uuid,
 } from '../../src/http/openapi/json-schema';
-import { WEBHOOK_EVENTS } from '../../src/webhooks/webhook.events';
+import { WEBHOOK_EVENTS } from '../../src/jobs/job.webhook-events';
 import { WebhookAttemptOutcomeEnum, WebhookDeliveryStatusEnum } from '../../src/webhooks/webhook.types';
 
 const secretSchema = object({

@@ -1,7 +1,7 @@
 import { ArrayType, Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import type { OwnerType } from '../common/principal';
-import { Deployment } from '../deployments/deployment.entity';
+import { Deployment } from './deployment.entity';
 import type { JobStatus } from './job.states';
 
 /** What a finished job produced: its files (as media assets) and the JSON it printed last. */

@@ -2,7 +2,7 @@ import { constants, createWriteStream } from 'node:fs';
 import { lstat, mkdir, open, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { DeploymentService } from '../deployments/deployment.service';
+import type { DeploymentService } from './deployment.service';
 import type { MediaService } from '../media/media.service';
 import type { Job, JobOutput } from './job.entity';
 
@@ -30,13 +30,21 @@ export async function stageInputs(media: MediaService, job: Job, workDir: string
 }
 
 /**
+ * Where a job's processes run and write, one directory per job under JOBS_DIR: on the worker's
+ * host, and for a cluster on a file system the compute nodes share.
+ */
+export function workDirOf(jobsDir: string, jobId: string): string {
+  return path.join(jobsDir, jobId);
+}
+
+/**
  * Every regular file the program wrote, stored as media of the job's owner. Symlinks and files
  * with other links are refused (opened without following links, checked on the open file), so
  * a job cannot publish files from elsewhere on the host.
  */
 export async function storeOutputs(
   media: MediaService,
-  deployments: DeploymentService,
+  deployments: Pick<DeploymentService, 'byIds'>,
   job: Job,
   outputDir: string,
 ): Promise<JobOutput['files']> {

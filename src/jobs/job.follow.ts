@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
-import type { DeploymentService } from '../deployments/deployment.service';
+import type { DeploymentService } from './deployment.service';
 import {
   ExecutorUnavailableError,
   type Executor,
@@ -15,7 +15,7 @@ import {
 import type { MediaService } from '../media/media.service';
 import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
 import type { Job, JobOutput } from './job.entity';
-import { stageInputs, storeOutputs } from './job.files';
+import { stageInputs, storeOutputs, workDirOf } from './job.files';
 import { JobLog, type LogLine } from './job.log';
 import type { JobService } from './job.service';
 import { isTerminal, type JobStatus } from './job.states';
@@ -33,7 +33,9 @@ export interface FollowContext {
   workerId: string;
   jobs: JobService;
   media: MediaService;
-  deployments: DeploymentService;
+  deployments: Pick<DeploymentService, 'byIds'>;
+  /** JOBS_DIR, where each job has its directory (workDirOf). */
+  jobsDir: string;
   executor: Executor;
   log: Logger;
   publish(job: Job, lines: LogLine[]): Promise<void>;
@@ -112,7 +114,7 @@ export class JobFollow implements JobObserver {
     this.retry = new UnavailableRetry(ctx.clusterRetrySeconds);
     this.status = job.status;
     this.pendingReason = job.pendingReason;
-    this.workDir = ctx.deployments.workDirOf(job.id);
+    this.workDir = workDirOf(ctx.jobsDir, job.id);
     this.outputDir = path.join(this.workDir, 'output');
     this.log = new JobLog({
       publish: (lines) => ctx.publish(job, lines),

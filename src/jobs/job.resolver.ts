@@ -14,8 +14,8 @@ import {
 } from 'type-graphql';
 import { requirePrincipal, type Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
-import { DeploymentService } from '../deployments/deployment.service';
-import { DeploymentType } from '../deployments/deployment.types';
+import { DeploymentService } from './deployment.service';
+import { DeploymentType } from './deployment.types';
 import { MediaService } from '../media/media.service';
 import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';
@@ -36,7 +36,7 @@ import {
   jobNeedsOf,
   jobPropsOf,
 } from './job.types';
-import type { Deployment } from '../deployments/deployment.entity';
+import type { Deployment } from './deployment.entity';
 import type { Model } from '../models/model.entity';
 
 type Subscribed = { args: { id: string }; context: RequestContext; info: GraphQLResolveInfo };

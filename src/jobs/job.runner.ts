@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Logger as GraphileLogger, run, type Runner } from 'graphile-worker';
+import { run, type Runner } from 'graphile-worker';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import os from 'node:os';
@@ -7,19 +7,20 @@ import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
 import { pause } from '../common/time';
 import { boundedPool } from '../db/pg-bounds';
-import type { DeploymentService } from '../deployments/deployment.service';
-import { DISPATCH_TASK } from '../deployments/deployment.service';
+import type { DeploymentService } from './deployment.service';
 import type { Executor } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
-import type { JobReservation, LocalWorker } from './job.claim';
+import type { JobReservation, LocalClaims, LocalWorker } from './job.claim';
 import type { JobEvents } from './job.events';
 import type { Job } from './job.entity';
 import { JobFollow, type FollowContext } from './job.follow';
+import { DISPATCH_TASK } from './job.queue';
 import type { JobService } from './job.service';
-import { isTerminal, type JobStatus } from './job.states';
+import type { FollowedRow } from './job.store';
+import { isTerminal } from './job.states';
+import { JobReconciler, STALE_WORKER_SECONDS } from './job.reconciler';
+import { graphileLogger, registeringPreset, WorkerRegistry } from './job.worker-registry';
 
-/** A worker whose heartbeat (database time) is older than this is gone; its jobs are reconciled. */
-const STALE_WORKER_SECONDS = 30;
 const HEARTBEAT_MS = 5_000;
 const RECONCILE_MS = 10_000;
 /** A worker that could not beat for this long does not judge others (it may be the one cut off). */
@@ -40,19 +41,12 @@ export interface JobRunnerOptions {
   queryTimeoutMs?: number;
   /** CLUSTER_RETRY_SECONDS: how long a submission or cancel waits for an unreachable cluster. */
   clusterRetrySeconds?: number;
+  /** JOBS_DIR: where each job's directory is. */
+  jobsDir: string;
 }
 
 /** Why a dispatch task gives its job back to the queue: graphile-worker retries it later. */
 class WorkerStopping extends Error {}
-
-/** A job some worker should be following, as reconciliation reads it. */
-interface FollowedRow {
-  id: string;
-  worker_id: string | null;
-  external_id: string | null;
-  executor: string;
-  status: JobStatus;
-}
 
 /**
  * The worker role: takes dispatch tasks from the PostgreSQL queue (graphile-worker), has each job
@@ -77,20 +71,22 @@ export class JobRunner implements LocalWorker {
   private readonly waiting: (() => void)[] = [];
   private offEvents: (() => void)[] = [];
   private stopping = false;
-  private reconciling = false;
   private lastBeat = 0;
-  /** Jobs of another executor kind whose worker is gone, already reported. */
-  private readonly foreign = new Set<string>();
   private readonly context: FollowContext;
   /** Pending reasons not written yet, by job id. */
   private pendingNotes = new Map<string, string | null>();
   /** The graphile-worker ids of this process's queue runners, recorded with the heartbeat. */
   private readonly queueWorkers: string[] = [];
+  private readonly registry: WorkerRegistry;
+  private readonly reconciler: JobReconciler;
+  private stopServing: () => void = () => undefined;
 
   constructor(
-    private readonly orm: MikroORM,
+    orm: MikroORM,
     private readonly jobs: JobService,
-    private readonly deployments: DeploymentService,
+    deployments: Pick<DeploymentService, 'byIds'>,
+    /** Where jobs created in this process find this worker's free slots. */
+    private readonly claims: LocalClaims,
     media: MediaService,
     private readonly executor: Executor,
     private readonly events: JobEvents,
@@ -102,6 +98,7 @@ export class JobRunner implements LocalWorker {
       jobs,
       media,
       deployments,
+      jobsDir: opts.jobsDir,
       executor,
       log,
       publish: (job, lines) => jobs.publishLines(job, lines),
@@ -109,6 +106,14 @@ export class JobRunner implements LocalWorker {
       notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
       untilAvailable: (step) => this.untilAvailable(step),
     };
+    this.registry = new WorkerRegistry(orm, { id: this.instanceId, host: this.host, pid: process.pid });
+    this.reconciler = new JobReconciler(this.registry, jobs, executor, log, {
+      id: this.instanceId,
+      host: this.host,
+      follows: (jobId) => this.following.has(jobId),
+      stopping: () => this.stopping,
+      takeOver: (row) => this.takeOver(row),
+    });
   }
 
   async start(): Promise<void> {
@@ -136,7 +141,7 @@ export class JobRunner implements LocalWorker {
     });
     await this.startQueue(concurrency);
     // Jobs created in this process while a slot is free are claimed by their creating statement.
-    if (!this.executor.detached) this.deployments.claimIn(this);
+    if (!this.executor.detached) this.stopServing = this.claims.serve(this);
   }
 
   /**
@@ -226,7 +231,7 @@ export class JobRunner implements LocalWorker {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.deployments.claimIn(null);
+    this.stopServing();
     for (const t of this.timers) clearInterval(t);
     for (const wake of this.waiting.splice(0)) wake();
     if (this.executor.detached) {
@@ -240,7 +245,7 @@ export class JobRunner implements LocalWorker {
     await this.queuePool?.end();
     for (const off of this.offEvents) off();
     try {
-      await this.orm.em.fork().execute('delete from worker_instances where id = ?', [this.instanceId]);
+      await this.registry.remove();
     } catch (err) {
       // The database went first (stopped with the service, say): the others' reconciliation finds
       // this worker gone, as after a crash.
@@ -251,12 +256,7 @@ export class JobRunner implements LocalWorker {
 
   /** Registers or re-registers this worker and its queue runners, on the database's clock. */
   private async beat(): Promise<void> {
-    await this.orm.em.fork().execute(
-      `insert into worker_instances (id, host, pid, started_at, seen_at, queue_workers)
-       values (?, ?, ?, now(), now(), ?::text[])
-       on conflict (id) do update set seen_at = now(), queue_workers = excluded.queue_workers`,
-      [this.instanceId, this.host, process.pid, `{${this.queueWorkers.join(',')}}`],
-    );
+    await this.registry.beat(this.queueWorkers);
     this.lastBeat = Date.now();
   }
 
@@ -342,79 +342,10 @@ export class JobRunner implements LocalWorker {
     await this.jobs.notePending(notes);
   }
 
-  /**
-   * Jobs left by a worker that is gone (no heartbeat for 30 s on the database's clock, or an
-   * earlier process on this host that no longer exists), and jobs of this worker it no longer
-   * follows. A cluster's job is taken over: followed on from where it is, its log continued. A
-   * local job cannot be followed by another process: it fails with a clear error, and its
-   * leftover processes on this host are stopped. A job canceled while its worker was gone is
-   * stopped on the executor.
-   */
+  /** Reconciles now (JobReconciler), unless this worker cannot trust its own heartbeat. */
   async reconcile(): Promise<void> {
-    if (this.reconciling || Date.now() - this.lastBeat > OWN_BEAT_TRUST_MS) return;
-    this.reconciling = true;
-    try {
-      await this.reconcileOnce();
-    } finally {
-      this.reconciling = false;
-    }
-  }
-
-  private async reconcileOnce(): Promise<void> {
-    const em = this.orm.em.fork();
-    const workers: { id: string; host: string; pid: number; stale: boolean }[] = await em.execute(
-      `select id, host, pid, seen_at < now() - make_interval(secs => ?) as stale from worker_instances`,
-      [STALE_WORKER_SECONDS],
-    );
-    const dead = new Set(
-      workers
-        .filter(
-          (w) => w.id !== this.instanceId && (w.stale || (w.host === this.host && !processAlive(w.pid))),
-        )
-        .map((w) => w.id),
-    );
-    const others = workers.filter((w) => w.id !== this.instanceId && !dead.has(w.id)).map((w) => w.id);
-    // Jobs followed by live others are theirs; this worker's own come back, to be checked here.
-    const rows: FollowedRow[] = await em.execute(
-      `select id, worker_id, external_id, executor, status from jobs
-       where (status in ('starting', 'running') or (status = 'canceled' and worker_id is not null))
-         and (worker_id is null or worker_id <> all(?::uuid[]))`,
-      [`{${others.join(',')}}`],
-    );
-    for (const row of rows) {
-      if (row.worker_id === this.instanceId && this.following.has(row.id)) continue;
-      if (this.stopping) break;
-      if (this.executor.detached && row.executor === this.executor.name) await this.takeOver(row);
-      else if (row.executor === 'local' || row.executor === this.executor.name)
-        await this.failLocal(row, workers);
-      else if (!this.foreign.has(row.id)) {
-        this.foreign.add(row.id);
-        this.log.warn(
-          { jobId: row.id, executor: row.executor },
-          'a job of a worker that is gone runs on another executor than this worker: left for a worker of its executor',
-        );
-      }
-    }
-    if (dead.size) await this.forget(dead);
-  }
-
-  /**
-   * Removes workers that are gone, and unlocks the queue tasks their graphile-worker runners held
-   * (graphile-worker's own force_unlock_workers), in one statement: a task a dead worker took, a
-   * job's dispatch waiting for a slot say, runs elsewhere now instead of in 4 hours.
-   */
-  private async forget(dead: Set<string>): Promise<void> {
-    const [row]: { unlocked: string[] }[] = await this.orm.em.fork().execute(
-      `with gone as (delete from worker_instances where id = any(?::uuid[]) returning queue_workers),
-       ids as (select coalesce(array_agg(w), '{}') as unlocked from gone, unnest(gone.queue_workers) w)
-       select unlocked, graphile_worker.force_unlock_workers(unlocked) from ids`,
-      [`{${[...dead].join(',')}}`],
-    );
-    if (row?.unlocked.length)
-      this.log.info(
-        { workers: [...dead], queueWorkers: row.unlocked },
-        'unlocked the queue tasks of workers that are gone',
-      );
+    if (Date.now() - this.lastBeat > OWN_BEAT_TRUST_MS) return;
+    await this.reconciler.reconcile();
   }
 
   /** A cluster job of a worker that is gone: this worker follows it from now on (or stops it). */
@@ -434,62 +365,4 @@ export class JobRunner implements LocalWorker {
       if (this.following.get(row.id) === null) this.following.delete(row.id);
     }
   }
-
-  /** A local job of a worker that is gone: its output cannot be followed, so it fails. */
-  private async failLocal(row: FollowedRow, workers: { id: string; host: string }[]): Promise<void> {
-    const worker = workers.find((w) => w.id === row.worker_id);
-    const here = !worker || worker.host === this.host;
-    // A job left `starting` may have a process whose id was never recorded: looked for too.
-    const stopped = here ? await this.executor.stopOrphan(row.id, row.external_id) : false;
-    if (row.status === 'canceled') {
-      await this.jobs.releaseWorker(row.id, row.worker_id!);
-      return;
-    }
-    // Its worker died, not its program: an infrastructure failure (retried per max_retries).
-    const moved = await this.jobs.transition(row.id, 'failed', {
-      infrastructure: true,
-      error:
-        `the worker running this job stopped (crash or restart) before it finished` +
-        (stopped ? '; its leftover processes were stopped' : ''),
-    });
-    if (moved)
-      this.log.warn(
-        { jobId: row.id, worker: row.worker_id, infrastructure: true },
-        'reconciled a job of a lost worker',
-      );
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * A graphile-worker preset whose workers call `register` with their id before they look for their
- * first task (graphile-worker awaits its `startWorker` hook), so no task is locked by an id that
- * is not on record.
- */
-export function registeringPreset(register: (workerId: string) => Promise<void>): GraphileConfig.Preset {
-  return {
-    plugins: [
-      {
-        name: 'MediaPlatformQueueWorkerRegistry',
-        version: '1.0.0',
-        worker: { hooks: { startWorker: (_ctx, event) => register(event.worker.workerId) } },
-      },
-    ],
-  };
-}
-
-/** graphile-worker's log lines into the service's logger (its own go to the console). */
-export function graphileLogger(log: Logger): GraphileLogger {
-  return new GraphileLogger(() => (level, message, meta) => {
-    const pinoLevel = level === 'error' ? 'error' : level === 'warning' ? 'warn' : 'debug';
-    log[pinoLevel]({ ...meta, component: 'graphile-worker' }, message);
-  });
 }

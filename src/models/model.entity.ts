@@ -81,7 +81,7 @@ export class Model {
   @Property({ type: 'integer', default: 0 })
   maxRetries: Opt<number> = 0;
 
-  /** Deployments of this model; creating one increments it (`RUN_COUNT_INCREMENT`). */
+  /** Deployments of this model; creating one increments it (`runCountPart`). */
   @Property({ type: 'integer', default: 0 })
   runCount: Opt<number> = 0;
 

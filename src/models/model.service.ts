@@ -12,6 +12,7 @@ import { authorize, roleAllows } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
+import { raw as rawSql, type StatementPart } from '../db/sql';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
 import { readByIds } from '../db/rows';
@@ -46,16 +47,28 @@ export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | '
   );
 }
 
-/** Counts one deployment of a model on its own (tests; deployments compose RUN_COUNT_INCREMENT). */
+/** Counts one deployment of a model on its own (tests; deployments compose runCountPart). */
 export async function incrementRunCount(em: EntityManager, modelId: string): Promise<void> {
-  await em.execute(RUN_COUNT_INCREMENT, [modelId]);
+  await em.execute('update models set run_count = run_count + 1 where id = ?', [modelId]);
 }
 
 /**
- * The statement that counts one deployment (one `?`: the model id). The deployments module runs it
- * inside the statement that creates the deployment, so the count and the deployment commit together.
+ * The part of the statement creating deployments that counts them, one per new job of `jobs`
+ * (a CTE of `jobs` rows), so the count and the deployments commit together (the job lifecycle's
+ * JobStatementParts.created, wired in server/services.ts).
  */
-export const RUN_COUNT_INCREMENT = 'update models set run_count = run_count + 1 where id = ?';
+export function runCountPart(made: { jobs: string }): StatementPart {
+  return {
+    ctes: [
+      {
+        name: 'model_runs',
+        sql: rawSql(`update models m set run_count = m.run_count + n.runs
+                  from (select model_id, count(*) as runs from ${made.jobs} group by model_id) n
+                  where m.id = n.model_id`),
+      },
+    ],
+  };
+}
 
 /** The model catalogue: every principal reads it; only a model's owner changes it. */
 export class ModelService {

@@ -165,6 +165,7 @@ export async function startRuntime(
         orm,
         services.jobs,
         services.deployments,
+        services.claims,
         services.media,
         createExecutor(config, log),
         services.events,
@@ -174,6 +175,7 @@ export async function startRuntime(
           concurrency: config.workerConcurrency,
           queryTimeoutMs: config.databaseQueryTimeoutMs,
           clusterRetrySeconds: config.clusterRetrySeconds,
+          jobsDir: config.jobsDir,
         },
       );
       await runner.start();

@@ -6,7 +6,7 @@ import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from '../cha
 import { AuditRecord, Team, TeamInvite, TeamMember } from '../teams/team.entity';
 import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
-import { Deployment } from '../deployments/deployment.entity';
+import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';

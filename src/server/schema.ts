@@ -6,7 +6,7 @@ import { TeamResolver } from '../teams/team.resolver';
 import { TelephonyResolver } from '../telephony/telephony.resolver';
 import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
-import { DeploymentResolver } from '../deployments/deployment.resolver';
+import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';

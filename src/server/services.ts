@@ -7,27 +7,44 @@ import { openIdClient } from '../auth/oidc.client';
 import { SessionService } from '../auth/session.service';
 import type { TokenVerifier } from '../auth/token-verifier';
 import type { Config } from '../config';
-import { DeploymentService } from '../deployments/deployment.service';
+import { DeploymentService } from '../jobs/deployment.service';
 import { RateLimit } from '../rate-limits/rate-limiter';
 import type { EventBus } from '../events/event-bus';
 import { JobEvents } from '../jobs/job.events';
 import { JobLive } from '../jobs/job.live';
 import { JobLifecycle } from '../jobs/job.lifecycle';
 import { JobService } from '../jobs/job.service';
+import { LocalClaims } from '../jobs/job.claim';
+import { JobQueries } from '../jobs/job.queries';
+import { JobStore } from '../jobs/job.store';
+import type { JobStatementParts } from '../jobs/job.statement-parts.port';
 import { JobWaiter } from '../jobs/job.wait';
 import { JobHistory } from '../jobs/job.history';
 import type { Metrics } from '../metrics/metrics';
 import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
-import { ModelService } from '../models/model.service';
+import { ModelService, runCountPart } from '../models/model.service';
 import { AuditLog } from '../teams/audit.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator.factory';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
 import { UserService } from '../users/user.service';
 import { WebhookService } from '../webhooks/webhook.service';
+import { webhookJobParts } from '../webhooks/webhook.sql';
 import { IdempotencyService } from '../idempotency/idempotency.service';
+
+/**
+ * What other modules add to the job lifecycle's statements (job.statement-parts.port.ts): a
+ * model's run count, webhook messages, and a team's audit records (none without `audit`).
+ */
+export function jobStatementParts(audit: AuditLog | null): JobStatementParts {
+  return {
+    created: [runCountPart],
+    ...webhookJobParts,
+    acted: (caller, action, rows) => audit?.statementPart(caller, action, rows) ?? null,
+  };
+}
 
 /** The service singletons of one process. Each forks its own EntityManager per call. */
 export interface ServiceDeps {
@@ -88,7 +105,11 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobs = new JobService(orm, lifecycle, audit);
+  const jobStore = new JobStore(orm, jobStatementParts(audit));
+  const jobQueries = new JobQueries(orm);
+  // The free slots of this process's worker (if it has one), where jobs created here are claimed.
+  const claims = new LocalClaims();
+  const jobs = new JobService(jobStore, jobQueries, lifecycle);
   // The process's one listener for job events: every live consumer listens to it, none to the bus.
   const events = new JobEvents(bus, jobs, log);
   const webhooks = new WebhookService(
@@ -100,12 +121,15 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     audit,
   );
   const deployments = new DeploymentService(
+    jobStore,
+    jobQueries,
     orm,
     config,
     models,
     media,
     new JobWaiter(events, jobs),
     webhooks,
+    claims,
     config.rateLimitDeploymentsPerMinute > 0
       ? new RateLimit(orm, {
           name: 'deployments',
@@ -114,7 +138,6 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         })
       : null,
     lifecycle,
-    audit,
   );
   const live = new JobLive(events, jobs);
   const billing = new BillingService(orm, config.prices);
@@ -133,6 +156,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     telephony,
     jobs,
     deployments,
+    claims,
     events,
     live,
     billing,

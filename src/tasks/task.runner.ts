@@ -1,7 +1,7 @@
 import { run, type Runner, type Task } from 'graphile-worker';
 import type { Logger } from '../common/logger';
 import { boundedPool } from '../db/pg-bounds';
-import { graphileLogger, registeringPreset } from '../jobs/job.runner';
+import { graphileLogger, registeringPreset } from '../jobs/job.worker-registry';
 
 export type TaskList = Record<string, (payload: unknown) => Promise<void>>;
 

@@ -1,6 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { isUuid } from '../common/ids';
+import { raw, sql, type StatementPart } from '../db/sql';
 import { AuditRecord, type AuditVia } from './team.entity';
 import type { TeamCaller } from './team.roles';
 
@@ -47,32 +48,29 @@ export class AuditLog {
 
   /**
    * The same record as a part of one SQL statement, for changes written by a single statement: a
-   * CTE body inserting one record per row of `from` (none when the change touched no row). The
-   * target id is `targetSql` (an expression over `from`) or the entry's. Null acting as a user.
+   * CTE (`team_audit`) inserting one record per row of `rows.from` (none when the change touched
+   * no row). The target id is `rows.targetSql` (an expression over them) or the entry's. Null
+   * acting as a user.
    */
   statementPart(
     caller: TeamCaller,
     entry: AuditEntry,
-    from: string,
-    targetSql?: string,
-  ): { sql: string; params: unknown[] } | null {
+    rows: { from: string; targetSql?: string },
+  ): StatementPart | null {
     if (!caller.team) return null;
+    const target = rows.targetSql ? raw(rows.targetSql) : sql`${entry.targetId ?? null}`;
     return {
-      sql: `insert into team_audit (id, team_id, created_at, actor_user_id, actor_via, actor_api_key_id, action,
+      ctes: [
+        {
+          name: 'team_audit',
+          sql: sql`insert into team_audit (id, team_id, created_at, actor_user_id, actor_via, actor_api_key_id, action,
                                     target_type, target_id, details, client_address, request_id)
-            select gen_random_uuid(), ?::uuid, now(), ?::uuid, ?, ?::uuid, ?, ?, ${targetSql ?? '?'}, ?::jsonb, ?, ?
-            from ${from}`,
-      params: [
-        caller.team.id,
-        caller.user.id || null,
-        viaOf(caller),
-        caller.apiKeyId,
-        entry.action,
-        entry.targetType,
-        ...(targetSql ? [] : [entry.targetId ?? null]),
-        JSON.stringify(entry.details ?? {}),
-        caller.origin?.clientAddress ?? null,
-        caller.origin?.requestId ?? null,
+            select gen_random_uuid(), ${caller.team.id}::uuid, now(), ${caller.user.id || null}::uuid, ${viaOf(caller)},
+                   ${caller.apiKeyId}::uuid, ${entry.action}, ${entry.targetType}, ${target},
+                   ${JSON.stringify(entry.details ?? {})}::jsonb, ${caller.origin?.clientAddress ?? null},
+                   ${caller.origin?.requestId ?? null}
+            from ${raw(rows.from)}`,
+        },
       ],
     };
   }

@@ -7,7 +7,8 @@ import { WebhookDelivery } from './webhook.entity';
 import { sendOnce, type AttemptOutcome } from './webhook.sender';
 import type { WebhookService } from './webhook.service';
 import { signature } from './webhook.signature';
-import { DELIVER_TASK, deliveryKeySql, enqueueDeliveriesSql, LOGS_TASK } from './webhook.sql';
+import { raw, sql, withCtes } from '../db/sql';
+import { DELIVER_TASK, deliveryCtes, deliveryKeySql, LOGS_TASK } from './webhook.sql';
 
 /** The job as `GET /api/v1/jobs/{id}` shows it to its owner, or null once it is gone. */
 export type JobRenderer = (owner: Owner, jobId: string) => Promise<unknown>;
@@ -53,12 +54,17 @@ export class WebhookDeliverer {
   private async logs(jobId: string): Promise<void> {
     // FOR SHARE waits for a transition under way and re-reads the status after it, so a `logs`
     // message is never recorded after the job's `completed` one.
-    await this.orm.em.fork().execute(
-      `with src as (select * from jobs where id = ? and status in ('queued', 'starting', 'running') for share),
-       ${enqueueDeliveriesSql('l', 'src', `'{logs}'::text[]`)}
-       select count(*) from l_go`,
-      [jobId],
-    );
+    const statement = withCtes(
+      [
+        {
+          name: 'src',
+          sql: sql`select * from jobs where id = ${jobId} and status in ('queued', 'starting', 'running') for share`,
+        },
+        ...deliveryCtes('l', 'src', raw(`'{logs}'::text[]`)),
+      ],
+      raw('select count(*) from l_go'),
+    ).compile();
+    await this.orm.em.fork().execute(statement.text, statement.params);
   }
 
   /** One attempt at a message: its task runs when the delivery has made exactly `attempt - 1` attempts. */

@@ -2,7 +2,7 @@ import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from
 import { randomUUID } from 'node:crypto';
 import type { OwnerType } from '../common/principal';
 import { Job } from '../jobs/job.entity';
-import type { WebhookEvent } from './webhook.events';
+import type { WebhookEvent } from '../jobs/job.webhook-events';
 
 /** An owner's signing secret (`whsec_...`); after a rotation the previous one signs too for a day. */
 @Entity({ tableName: 'webhook_secrets' })

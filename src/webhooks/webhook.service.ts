@@ -8,7 +8,7 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { Job } from '../jobs/job.entity';
 import { assertReachable, parseWebhookUrl, type AddressPolicy } from './webhook.address';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from './webhook.entity';
-import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from './webhook.events';
+import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from '../jobs/job.webhook-events';
 import { newSecret } from './webhook.signature';
 
 /** How long the previous secret keeps signing after a rotation. */

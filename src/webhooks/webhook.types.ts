@@ -1,18 +1,7 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Connection } from '../graphql/graphql.helpers';
+import { WebhookEventEnum } from '../jobs/deployment.types';
 import type { WebhookAttempt, WebhookDelivery, WebhookSecret } from './webhook.entity';
-
-export enum WebhookEventEnum {
-  START = 'start',
-  OUTPUT = 'output',
-  LOGS = 'logs',
-  COMPLETED = 'completed',
-}
-registerEnumType(WebhookEventEnum, {
-  name: 'WebhookEvent',
-  description:
-    'START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended.',
-});
 
 export enum WebhookDeliveryStatusEnum {
   PENDING = 'pending',

@@ -1,8 +1,20 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
-import { Field, ID, InputType, ObjectType } from 'type-graphql';
+import { Field, ID, InputType, ObjectType, registerEnumType } from 'type-graphql';
 import { Connection } from '../graphql/graphql.helpers';
-import { WebhookEventEnum } from '../webhooks/webhook.types';
 import type { ArgValue, Deployment } from './deployment.entity';
+
+/** What a deployment's webhook hears (WEBHOOK_EVENTS), as the schema names them. */
+export enum WebhookEventEnum {
+  START = 'start',
+  OUTPUT = 'output',
+  LOGS = 'logs',
+  COMPLETED = 'completed',
+}
+registerEnumType(WebhookEventEnum, {
+  name: 'WebhookEvent',
+  description:
+    'START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended.',
+});
 
 @ObjectType('Deployment', { description: 'A model run over media with arguments; it has one job.' })
 export class DeploymentType {

@@ -1,34 +1,33 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { assertOwned, ownedBy, ownerOf, type Principal } from '../common/principal';
-import type { AuditLog } from '../teams/audit.service';
+import { assertOwned, ownerOf, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
-import { queryRows, readByIds } from '../db/rows';
-import { findPage, type Page, type PageArgs } from '../common/pagination';
-import { CHANNELS } from '../events/event-bus';
-import { buildArgv } from '../models/model.command';
-import { Job, type JobInput } from '../jobs/job.entity';
-import { DISPATCH_TASK, deadlineTaskSql, jobEventSql, queuedCopySql } from '../jobs/job.queue';
-import { isTerminal } from '../jobs/job.states';
-import { MAX_WAIT_SECONDS, type JobWaiter } from '../jobs/job.wait';
+import type { Page, PageArgs } from '../common/pagination';
 import { parseDuration } from '../common/duration';
+import { Sql, type StatementPart } from '../db/sql';
 import type { IdempotentCreation } from '../graphql/graphql.context';
-import type { LocalWorker } from '../jobs/job.claim';
-import type { JobLifecycle } from '../jobs/job.lifecycle';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
+import { buildArgv } from '../models/model.command';
 import type { Model } from '../models/model.entity';
-import { RUN_COUNT_INCREMENT, type ModelService } from '../models/model.service';
+import type { ModelService } from '../models/model.service';
 import { validateName } from '../teams/team.service';
 import { User } from '../users/user.entity';
-import type { WebhookService } from '../webhooks/webhook.service';
 import { checkArgs } from './deployment.args';
 import { Deployment } from './deployment.entity';
+import { Job, type JobInput } from './job.entity';
+import type { LocalClaims } from './job.claim';
+import type { JobLifecycle } from './job.lifecycle';
+import type { JobQueries } from './job.queries';
+import type { JobStore } from './job.store';
+import { isTerminal } from './job.states';
+import { MAX_WAIT_SECONDS, type JobWaiter } from './job.wait';
+import type { WebhookEvent } from './job.webhook-events';
 
 export interface CreateDeploymentInput {
   name: string;
@@ -40,8 +39,6 @@ export interface CreateDeploymentInput {
   webhook?: string | null;
   webhookEventsFilter?: readonly string[] | null;
 }
-
-export { DISPATCH_TASK } from '../jobs/job.queue';
 
 /** What a deployment is called among the things made under an Idempotency-Key. */
 const IDEMPOTENT_KIND = 'deployment';
@@ -61,47 +58,39 @@ export function cancelAfterSeconds(text: string | null | undefined): number | nu
   return ms / 1000;
 }
 
-export class DeploymentService {
-  /** The worker of this process, when it has one that may claim the jobs created here. */
-  private worker: LocalWorker | null = null;
+/** A deployment's webhook settings, checked (WebhookService, wired in server/services.ts). */
+export interface WebhookCheck {
+  check(input: {
+    webhook?: string | null;
+    webhookEventsFilter?: readonly string[] | null;
+  }): Promise<{ webhook: string | null; events: WebhookEvent[] }>;
+}
 
+/**
+ * The rules of making jobs: a deployment and its first job (the arguments checked against the
+ * model, the command built, who may run what), and a retry of a job that has ended. Its SQL is
+ * in JobStore and JobQueries.
+ */
+export class DeploymentService {
   constructor(
+    private readonly store: JobStore,
+    private readonly queries: JobQueries,
+    /** For the owners of models (who may run them). */
     private readonly orm: MikroORM,
     private readonly config: Pick<
       Config,
-      | 'executor'
-      | 'localExecutorTrust'
-      | 'adminSubjects'
-      | 'jobsDir'
-      | 'machineTypes'
-      | 'slurmContainerRuntime'
+      'executor' | 'localExecutorTrust' | 'adminSubjects' | 'machineTypes' | 'slurmContainerRuntime'
     >,
     private readonly models: ModelService,
     private readonly media: MediaService,
     private readonly waiter: JobWaiter,
-    private readonly webhooks: WebhookService,
+    private readonly webhooks: WebhookCheck,
+    /** This process's worker's free slots, which claim jobs where they are created. */
+    private readonly claims: LocalClaims | null = null,
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
-    /** Deployments and retries for a team leave audit records, in their own statements. */
-    private readonly audit: AuditLog | null = null,
   ) {}
-
-  /**
-   * Jobs created from now on are claimed by `worker` (this process's) in their creating statement
-   * while it has a free slot, instead of going through the queue; null: always queued.
-   */
-  claimIn(worker: LocalWorker | null): void {
-    this.worker = worker;
-  }
-
-  /**
-   * Where a job's processes run and write, one directory per job under JOBS_DIR: on the worker's
-   * host, and for a cluster on a file system the compute nodes share.
-   */
-  workDirOf(jobId: string): string {
-    return path.join(this.config.jobsDir, jobId);
-  }
 
   /**
    * Validates the arguments against the model, builds the command, and in one statement records
@@ -131,10 +120,7 @@ export class DeploymentService {
   /** A deployment an earlier attempt of this request made, with its first job. */
   private async madeEarlier(principal: Principal, id: string): Promise<{ deployment: Deployment; job: Job }> {
     const deployment = await this.get(principal, id);
-    const job = await this.orm.em
-      .fork()
-      .findOneOrFail(Job, { deployment: deployment.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    return { deployment, job };
+    return { deployment, job: await this.queries.firstJobOf(deployment.id) };
   }
 
   private async insert(
@@ -143,6 +129,61 @@ export class DeploymentService {
     idempotency: IdempotentCreation | undefined,
   ): Promise<{ deployment: Deployment; job: Job }> {
     await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
+    const { deployment, job, cancelAfter } = await this.prepare(principal, input);
+    // A worker of this process with a free slot claims the job in the same statement (`starting`,
+    // no dispatch task): the queue's round trips and the claim's own statement are saved. The
+    // claim commits before the program starts, as a claim through the queue does.
+    const claim = this.claims?.reserve(job.id) ?? null;
+    // Under an Idempotency-Key, the record that it was made is part of the same statement.
+    const made = idempotency?.record(IDEMPOTENT_KIND, deployment.id);
+    const parts: StatementPart[] = made
+      ? [{ ctes: [{ name: 'k', sql: Sql.positional(made.sql, made.params) }] }]
+      : [];
+    let created: Awaited<ReturnType<JobStore['createDeployment']>>;
+    try {
+      created = await this.store.createDeployment({
+        deployment,
+        job,
+        cancelAfter,
+        claimFor: claim?.workerId ?? null,
+        parts,
+        // For a team, its audit record.
+        acting: {
+          caller: principal,
+          action: {
+            action: 'deployment.created',
+            targetType: 'deployment',
+            targetId: deployment.id,
+            details: { job_id: job.id, model_id: job.modelId },
+          },
+        },
+      });
+    } catch (err) {
+      claim?.release();
+      throw err;
+    }
+    // Times on the database's clock, like every later transition of the job.
+    job.createdAt = job.updatedAt = created.createdAt;
+    job.deadlineAt = created.deadlineAt;
+    this.lifecycle?.created(job, deployment.id);
+    if (claim && created.claimed) {
+      job.status = 'starting';
+      job.workerId = claim.workerId;
+      this.lifecycle?.transitioned(job, 'queued');
+      claim.follow(job);
+    } else claim?.release();
+    return { deployment, job };
+  }
+
+  /**
+   * A deployment and its job as `input` asks, checked (the name, the webhook, the model and
+   * whether it may run here, the arguments against it, the media they name), with the command
+   * built: plain entity objects, nothing written yet.
+   */
+  private async prepare(
+    principal: Principal,
+    input: CreateDeploymentInput,
+  ): Promise<{ deployment: Deployment; job: Job; cancelAfter: number | null }> {
     const name = validateName(input.name);
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
@@ -207,108 +248,7 @@ export class DeploymentService {
       timeoutSeconds: model.timeoutSeconds,
       maxRetries: model.maxRetries,
     });
-    // A worker of this process with a free slot claims the job in the same statement (`starting`,
-    // no dispatch task): the queue's round trips and the claim's own statement are saved. The
-    // claim commits before the program starts, as a claim through the queue does. While other
-    // jobs are queued, it queues behind them (first come, first served).
-    const claim = this.worker?.reserve(jobId) ?? null;
-    // For a team, its audit record is one more part of the same statement.
-    const audit = this.audit?.statementPart(
-      principal,
-      {
-        action: 'deployment.created',
-        targetType: 'deployment',
-        targetId: deployment.id,
-        details: { job_id: jobId, model_id: model.id },
-      },
-      'd',
-    );
-    const auditPart = audit ? `\n       a as (${audit.sql}),` : '';
-    // The service's hottest write, in one round trip and atomically: the deployment, its job and
-    // first transition (and, claimed, its second), the model's run count, the dispatch task unless
-    // claimed (so a job is dispatched if and only if it was created), its deadline task and its
-    // events, in order (sent on commit); and under an Idempotency-Key, the record that it was made.
-    const made = idempotency?.record(IDEMPOTENT_KIND, deployment.id);
-    let created: Record<string, unknown>[];
-    try {
-      created = await queryRows(
-        this.orm.em,
-        `with d as (
-         insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
-                                  webhook, webhook_events_filter, created_at)
-         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),
-       ${made ? `k as (${made.sql}),` : ''}${auditPart}
-       w as (select ?::uuid as id where not exists (select 1 from jobs where status = 'queued')),
-       j as (
-         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
-                           container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
-                           log_tail, created_at, updated_at)
-         select ?, d.id, ?, ?, ?, case when w.id is null then 'queued' else 'starting' end, w.id, ?, ?::jsonb, ?::jsonb,
-                ?, ?, ?, ?, ?, now() + make_interval(secs => ?::double precision), '', now(), now()
-                from d left join w on true
-         returning *),
-       t as (insert into job_transitions (job_id, from_status, to_status, at)
-             select j.id, s.from_status, s.to_status, j.created_at
-             from j, (values (1, null, 'queued'), (2, 'queued', 'starting')) as s(n, from_status, to_status)
-             where s.n = 1 or j.worker_id is not null order by s.n
-             returning id as seq, from_status, to_status),
-       m as (${RUN_COUNT_INCREMENT}),
-       q as (select case when j.worker_id is null then (select 1 from graphile_worker.add_job(?,
-                      json_build_object('jobId', j.id::text), max_attempts => 5)) end,
-                    ${deadlineTaskSql('j')} from j)
-       select j.created_at, j.deadline_at, j.worker_id is not null as claimed,
-              pg_notify(?, ${jobEventSql('j', 't.seq', 't.from_status', 't.to_status')})
-       from j, t, q order by t.seq`,
-        [
-          deployment.id,
-          owner.type,
-          owner.id,
-          name,
-          model.id,
-          JSON.stringify(values),
-          deployment.sourceAssetId,
-          deployment.targetAssetId,
-          deployment.webhook,
-          `{${deployment.webhookEventsFilter.join(',')}}`,
-          deployment.createdAt,
-          ...(made?.params ?? []),
-          ...(audit?.params ?? []),
-          claim?.workerId ?? null,
-          jobId,
-          model.id,
-          owner.type,
-          owner.id,
-          job.executor,
-          JSON.stringify(argv),
-          JSON.stringify(inputs),
-          job.container,
-          job.machineType,
-          job.machineCount,
-          job.timeoutSeconds,
-          job.maxRetries,
-          cancelAfter,
-          model.id,
-          DISPATCH_TASK,
-          CHANNELS.jobs,
-        ],
-        true,
-      );
-    } catch (err) {
-      claim?.release();
-      throw err;
-    }
-    const [first] = created;
-    // Times on the database's clock, like every later transition of the job.
-    job.createdAt = job.updatedAt = new Date(first.created_at as string);
-    job.deadlineAt = first.deadline_at === null ? null : new Date(first.deadline_at as string);
-    this.lifecycle?.created(job, deployment.id);
-    if (claim && first.claimed) {
-      job.status = 'starting';
-      job.workerId = claim.workerId;
-      this.lifecycle?.transitioned(job, 'queued');
-      claim.follow(job);
-    } else claim?.release();
-    return { deployment, job };
+    return { deployment, job, cancelAfter };
   }
 
   /**
@@ -321,9 +261,8 @@ export class DeploymentService {
     const cancelAfter = cancelAfterSeconds(opts.cancelAfter);
     // A retry runs a job like a new deployment does, so it spends the same allowance.
     await this.limit?.take(limitKey(principal, undefined), 'too many jobs started; try again shortly');
-    const em = this.orm.em.fork();
     const job = assertOwned(
-      isUuid(jobId) ? await em.findOne(Job, { id: jobId.toLowerCase() }) : null,
+      isUuid(jobId) ? await this.queries.byId(jobId.toLowerCase()) : null,
       principal,
       'job',
     );
@@ -342,39 +281,26 @@ export class DeploymentService {
         'CONFLICT',
         `the input media ${gone.map((i) => i.mediaId).join(', ')} no longer exists`,
       );
-    const audit = this.audit?.statementPart(
-      principal,
-      { action: 'job.retried', targetType: 'job', details: { retry_of: job.id } },
-      'r_job',
-      'r_job.id::text',
-    );
-    const rows: Record<string, unknown>[] = await em.execute(
-      `with src as (select j.*, null::uuid as new_id, 1 as new_attempt,
-                           now() + make_interval(secs => ?::double precision) as new_deadline
-                    from jobs j where j.id = ?),
-       ${queuedCopySql('r', 'src')}${audit ? `, a as (${audit.sql})` : ''}
-       select r_job.* from r_job, r_go`,
-      [cancelAfter, job.id, ...(audit?.params ?? [])],
-    );
-    const retry = em.map(Job, rows[0]);
+    const retry = await this.store.copyForRetry(job.id, cancelAfter, {
+      caller: principal,
+      action: { action: 'job.retried', targetType: 'job', details: { retry_of: job.id } },
+    });
     this.lifecycle?.created(retry, retry.deployment.id);
     return retry;
   }
 
   async list(principal: Principal, args: PageArgs): Promise<Page<Deployment>> {
-    return findPage(this.orm.em.fork(), Deployment, ownedBy(principal), args);
+    return this.queries.deploymentPage(ownerOf(principal), args);
   }
 
   async get(principal: Principal, id: string): Promise<Deployment> {
-    const deployment = isUuid(id)
-      ? await this.orm.em.fork().findOne(Deployment, { id: id.toLowerCase() })
-      : null;
+    const deployment = isUuid(id) ? await this.queries.deploymentById(id.toLowerCase()) : null;
     return assertOwned(deployment, principal, 'deployment');
   }
 
   /** Deployments by id, as plain read-only rows (the loader of every job list's `deployment`). */
   async byIds(ids: readonly string[]): Promise<Deployment[]> {
-    return readByIds(this.orm, Deployment, ids);
+    return this.queries.deploymentsByIds(ids);
   }
 
   /** With a machine types file, a model whose machine type has since been removed cannot run. */

@@ -1,9 +1,9 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
-import { JobService } from '../jobs/job.service';
-import { JobType } from '../jobs/job.types';
-import { MAX_WAIT_SECONDS } from '../jobs/job.wait';
+import { JobService } from './job.service';
+import { JobType } from './job.types';
+import { MAX_WAIT_SECONDS } from './job.wait';
 import { MediaService } from '../media/media.service';
 import { MediaAssetType } from '../media/media.types';
 import { ModelService } from '../models/model.service';

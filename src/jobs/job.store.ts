@@ -1,0 +1,348 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { prefixedColumns, queryRows, rowReader } from '../db/rows';
+import { ctesOf, raw, readsOf, sql, withCtes, type Cte, type Sql, type StatementPart } from '../db/sql';
+import { CHANNELS } from '../events/event-bus';
+import type { Deployment } from './deployment.entity';
+import { Job, type JobOutput } from './job.entity';
+import { DISPATCH_TASK } from './job.queue';
+import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
+import type { Acting, JobStatementParts } from './job.statement-parts.port';
+import { FROM, type JobStatus } from './job.states';
+import type { WebhookEvent } from './job.webhook-events';
+
+/** What a transition may record beside the new state. */
+export interface TransitionFields {
+  workerId?: string;
+  externalId?: string;
+  /** With `running`: where it runs. */
+  nodes?: string[];
+  exitCode?: number | null;
+  error?: string | null;
+  output?: JobOutput | null;
+  logTail?: string;
+  /** With `succeeded`: the job's stored outputs become live in the same statement. */
+  publishOutputs?: boolean;
+  /**
+   * With `failed`: the infrastructure failed, not the program. Recorded on the job; while the job
+   * has automatic retries left (`attempt <= max_retries`) and its deadline has not passed, the
+   * same statement queues its next attempt.
+   */
+  infrastructure?: boolean;
+  /** Made by a caller: its record is written in the same statement, if the job moves. */
+  acting?: Acting | null;
+}
+
+/** A deployment and its first job to create (plain entity objects, their ids and defaults set). */
+export interface NewDeployment {
+  deployment: Deployment;
+  job: Job;
+  /** Seconds until the job is canceled if unfinished (`Cancel-After`); null: never. */
+  cancelAfter: number | null;
+  /** The worker of this process that claims the job in the creating statement; null: queued. */
+  claimFor: string | null;
+  /** Parts of this one request (the Idempotency-Key's record), beside the wired ones. */
+  parts: readonly StatementPart[];
+  /** The caller and its action, recorded in the same statement (JobStatementParts.acted). */
+  acting: Acting;
+}
+
+/**
+ * The writes of the job lifecycle's aggregate: deployments, jobs, their transitions and log
+ * batches, and the queue tasks that move them, each change in one statement (docs/architecture.md,
+ * "The job lifecycle"; its reads are in JobQueries). The statements are built of CTE parts
+ * (db/sql.ts); other modules add theirs through `parts`.
+ */
+export class JobStore {
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly parts: JobStatementParts,
+  ) {}
+
+  /**
+   * The service's hottest write, in one round trip and atomically: the deployment, its job and
+   * first transition (and, claimed, its second), the wired parts (a model's run count), the
+   * dispatch task unless claimed (so a job is dispatched if and only if it was created), its
+   * deadline task and its events, in order (sent on commit), and the request's own parts.
+   * A claim holds only while no other job is queued (first come, first served).
+   */
+  async createDeployment(
+    n: NewDeployment,
+  ): Promise<{ createdAt: Date; deadlineAt: Date | null; claimed: boolean }> {
+    const { deployment: d, job } = n;
+    const wired = this.parts.created.map((part) => part({ jobs: 'j' }));
+    const own = [...n.parts, ...this.acted(n.acting, { from: 'd' })];
+    const ctes: Cte[] = [
+      {
+        name: 'd',
+        sql: sql`
+         insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
+                                  webhook, webhook_events_filter, created_at)
+         values (${d.id}, ${d.ownerType}, ${d.ownerId}, ${d.name}, ${d.modelId}, ${JSON.stringify(d.args)}::jsonb,
+                 ${d.sourceAssetId}, ${d.targetAssetId}, ${d.webhook}, ${`{${d.webhookEventsFilter.join(',')}}`}::text[],
+                 ${d.createdAt}) returning id`,
+      },
+      ...ctesOf(own),
+      {
+        name: 'w',
+        sql: sql`select ${n.claimFor}::uuid as id where not exists (select 1 from jobs where status = 'queued')`,
+      },
+      {
+        name: 'j',
+        sql: sql`
+         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
+                           container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
+                           log_tail, created_at, updated_at)
+         select ${job.id}, d.id, ${job.modelId}, ${job.ownerType}, ${job.ownerId},
+                case when w.id is null then 'queued' else 'starting' end, w.id, ${job.executor},
+                ${JSON.stringify(job.argv)}::jsonb, ${JSON.stringify(job.inputs)}::jsonb, ${job.container},
+                ${job.machineType}, ${job.machineCount}, ${job.timeoutSeconds}, ${job.maxRetries},
+                now() + make_interval(secs => ${n.cancelAfter}::double precision), '', now(), now()
+                from d left join w on true
+         returning *`,
+      },
+      {
+        name: 't',
+        sql: raw(`insert into job_transitions (job_id, from_status, to_status, at)
+             select j.id, s.from_status, s.to_status, j.created_at
+             from j, (values (1, null, 'queued'), (2, 'queued', 'starting')) as s(n, from_status, to_status)
+             where s.n = 1 or j.worker_id is not null order by s.n
+             returning id as seq, from_status, to_status`),
+      },
+      ...ctesOf(wired),
+      {
+        name: 'q',
+        sql: sql`select case when j.worker_id is null then (select 1 from graphile_worker.add_job(${DISPATCH_TASK},
+                      json_build_object('jobId', j.id::text), max_attempts => 5)) end,
+                    ${deadlineTaskSql('j')} from j`,
+      },
+    ];
+    const statement = withCtes(
+      ctes,
+      sql`select j.created_at, j.deadline_at, j.worker_id is not null as claimed,
+              pg_notify(${CHANNELS.jobs}, ${jobEventSql('j', 't.seq', 't.from_status', 't.to_status')})
+              ${readsOf([...own, ...wired])}
+       from j, t, q order by t.seq`,
+    ).compile();
+    const [first] = await queryRows(this.orm.em, statement.text, statement.params, true);
+    return {
+      createdAt: new Date(first.created_at as string),
+      deadlineAt: first.deadline_at === null ? null : new Date(first.deadline_at as string),
+      claimed: first.claimed as boolean,
+    };
+  }
+
+  /** A queued copy of the job `jobId` (a retry its owner asked for), linked to it; its deadline anew. */
+  async copyForRetry(jobId: string, cancelAfter: number | null, acting: Acting): Promise<Job> {
+    const em = this.orm.em.fork();
+    const acted = this.acted(acting, { from: 'r_job', targetSql: 'r_job.id::text' });
+    const statement = withCtes(
+      [
+        {
+          name: 'src',
+          sql: sql`select j.*, null::uuid as new_id, 1 as new_attempt,
+                           now() + make_interval(secs => ${cancelAfter}::double precision) as new_deadline
+                    from jobs j where j.id = ${jobId}`,
+        },
+        ...queuedCopyCtes('r', 'src'),
+        ...ctesOf(acted),
+      ],
+      raw('select r_job.* from r_job, r_go'),
+    ).compile();
+    const rows: Record<string, unknown>[] = await em.execute(statement.text, statement.params);
+    return em.map(Job, rows[0]);
+  }
+
+  /**
+   * Moves a job to `to` if its current state allows it, in one statement: lock the row, check,
+   * update, record the transition, and NOTIFY (sent only if the change commits); with the webhook
+   * messages of `events`, the outputs published and an automatic retry queued as `fields` say.
+   * Answers the job and its previous state, with the automatic retry's id; null when it did not
+   * move (a job that has meanwhile gone elsewhere, say canceled, is left alone).
+   */
+  async transition(
+    jobId: string,
+    to: JobStatus,
+    fields: TransitionFields,
+    events: readonly WebhookEvent[],
+  ): Promise<{ job: Job; from: JobStatus | null; retryId: string | null } | null> {
+    const ctes: Cte[] = [
+      { name: 'prev', sql: sql`select id, status from jobs where id = ${jobId} for update` },
+      {
+        name: 'upd',
+        sql: sql`
+         update jobs j set status = ${to}, updated_at = now()${setsFor(to, fields)}
+         from prev where j.id = prev.id and prev.status = any(${`{${FROM[to].join(',')}}`}::text[])
+         returning j.*, prev.status as from_status`,
+      },
+      {
+        name: 'ins',
+        sql: raw(`insert into job_transitions (job_id, from_status, to_status, at)
+               select id, from_status, status, updated_at from upd returning id as seq`),
+      },
+      // The change's record, if a caller made it (written only if the job moves).
+      ...ctesOf(fields.acting ? this.acted(fields.acting, { from: 'upd' }) : []),
+    ];
+    if (fields.publishOutputs)
+      ctes.push({
+        name: 'outputs',
+        sql: raw(`update media_assets set status = 'live', created_at = now()
+                       where job_id in (select id from upd) and status = 'uploading'`),
+      });
+    // Read in the final select (after the event), so that PostgreSQL runs them.
+    const parts: StatementPart[] = [];
+    if (to === 'failed' && fields.infrastructure)
+      parts.push({
+        ctes: [
+          {
+            name: 'src',
+            sql: raw(`select upd.*, null::uuid as new_id, upd.attempt + 1 as new_attempt, upd.deadline_at as new_deadline
+                        from upd where upd.attempt <= upd.max_retries
+                        and (upd.deadline_at is null or upd.deadline_at > now())`),
+          },
+          ...queuedCopyCtes('retry', 'src'),
+        ],
+        reads: [
+          raw('(select count(*) from retry_go) as retried'),
+          raw('(select id from retry_job) as retry_id'),
+        ],
+      });
+    if (events.length) parts.push(this.parts.events({ jobs: 'upd', events }));
+    const statement = withCtes(
+      [...ctes, ...ctesOf(parts)],
+      sql`select ${raw(prefixedColumns(this.orm, Job, 'upd', ''))}, upd.from_status,
+              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')})
+              ${readsOf(parts)}
+       from upd, ins`,
+    ).compile();
+    const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
+    if (rows.length !== 1) return null;
+    const [row] = rows;
+    return {
+      // A plain row, not an entity the ORM tracks: hydrating it cost more than the statement here.
+      job: rowReader(this.orm, Job)(row),
+      from: row.from_status as JobStatus | null,
+      retryId: (row.retry_id as string | null | undefined) ?? null,
+    };
+  }
+
+  /**
+   * Publishes a batch of a running job's lines (`event` on CHANNELS.jobLogs), in one statement:
+   * the batch is kept for replay while the job's kept output is under `keptBytes`, takes its id
+   * from the transitions' sequence (`seq`), and the wired parts (a `logs` webhook message) added.
+   */
+  async publishLines(jobId: string, lines: string, event: string, keptBytes: number): Promise<void> {
+    const bytes = Buffer.byteLength(lines);
+    const parts = [this.parts.lines(sql`${jobId}`)];
+    const statement = withCtes(
+      [
+        {
+          name: 's',
+          sql: sql`select nextval('job_transitions_id_seq') as seq,
+                         coalesce((select total_bytes from job_log_batches where job_id = ${jobId} order by id desc limit 1), 0) as kept`,
+        },
+        {
+          name: 'b',
+          sql: sql`insert into job_log_batches (id, job_id, lines, total_bytes, at)
+             select s.seq, ${jobId}, ${lines}::jsonb, s.kept + ${bytes}, now() from s where s.kept + ${bytes} <= ${keptBytes} returning id`,
+        },
+        ...ctesOf(parts),
+      ],
+      sql`select pg_notify(${CHANNELS.jobLogs}, (${event}::jsonb || jsonb_build_object('seq', s.seq))::text),
+              (select count(*) from b)${readsOf(parts)}
+       from s`,
+    ).compile();
+    await this.orm.em.fork().execute(statement.text, statement.params);
+  }
+
+  /** Keeps the stored log tail current while a job runs (not a transition). */
+  async saveLogTail(jobId: string, logTail: string): Promise<void> {
+    await this.orm.em.fork().nativeUpdate(Job, { id: jobId }, { logTail });
+  }
+
+  /** A detached executor's handle of a job still `starting` with the worker `workerId`. */
+  async recordSubmission(jobId: string, workerId: string, externalId: string): Promise<void> {
+    await this.orm.em
+      .fork()
+      .execute(`update jobs set external_id = ? where id = ? and worker_id = ? and status = 'starting'`, [
+        externalId,
+        jobId,
+        workerId,
+      ]);
+  }
+
+  /** Pending reasons of `starting` jobs, in one statement. */
+  async notePending(reasons: ReadonlyMap<string, string | null>): Promise<void> {
+    await this.orm.em.fork().execute(
+      `update jobs j set pending_reason = n.reason
+       from jsonb_to_recordset(?::jsonb) as n(id uuid, reason text) where j.id = n.id and j.status = 'starting'`,
+      [JSON.stringify([...reasons].map(([id, reason]) => ({ id, reason })))],
+    );
+  }
+
+  /**
+   * Jobs some worker should be following (`starting`, `running`, or canceled and not yet let go)
+   * except those of the live workers `others`.
+   */
+  async followedExcept(others: readonly string[]): Promise<FollowedRow[]> {
+    return this.orm.em.fork().execute(
+      `select id, worker_id, external_id, executor, status from jobs
+       where (status in ('starting', 'running') or (status = 'canceled' and worker_id is not null))
+         and (worker_id is null or worker_id <> all(?::uuid[]))`,
+      [`{${others.join(',')}}`],
+    );
+  }
+
+  /**
+   * Moves a job that `from` (a worker that is gone, or none) was following to `to`; only one
+   * worker gets it. Answers the job, or null when another worker was faster or it has ended.
+   */
+  async takeOver(jobId: string, from: string | null, to: string): Promise<Job | null> {
+    const em = this.orm.em.fork();
+    const rows: Record<string, unknown>[] = await em.execute(
+      `update jobs set worker_id = ? where id = ? and worker_id is not distinct from ?::uuid
+         and (status in ('starting', 'running') or status = 'canceled') returning *`,
+      [to, jobId, from],
+    );
+    return rows.length ? em.map(Job, rows[0]) : null;
+  }
+
+  /** Nothing of the job is left on the executor: no worker needs to follow it any more. */
+  async releaseWorker(jobId: string, workerId: string): Promise<void> {
+    await this.orm.em
+      .fork()
+      .execute('update jobs set worker_id = null where id = ? and worker_id = ?', [jobId, workerId]);
+  }
+
+  /** The record of a caller's action over the rows of `rows.from`, when one is kept. */
+  private acted(acting: Acting, rows: { from: string; targetSql?: string }): StatementPart[] {
+    const part = this.parts.acted(acting.caller, acting.action, rows);
+    return part ? [part] : [];
+  }
+}
+
+/** A job some worker should be following, as reconciliation reads it. */
+export interface FollowedRow {
+  id: string;
+  worker_id: string | null;
+  external_id: string | null;
+  executor: string;
+  status: JobStatus;
+}
+
+/** Columns a transition into each state sets, besides status and updated_at (the job row is `j`). */
+export function setsFor(to: JobStatus, f: TransitionFields): Sql {
+  switch (to) {
+    case 'starting':
+      return sql`, worker_id = ${f.workerId ?? null}`;
+    case 'running':
+      return sql`, external_id = coalesce(${f.externalId ?? null}, j.external_id), nodes = ${JSON.stringify(f.nodes ?? [])}::jsonb, pending_reason = null, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`;
+    case 'succeeded':
+    case 'failed':
+    case 'canceled':
+      // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
+      // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
+      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, exit_code = ${f.exitCode ?? null}, error = ${f.error ?? null}, output = ${f.output ? JSON.stringify(f.output) : null}::jsonb, log_tail = coalesce(${f.logTail ?? null}, j.log_tail), infrastructure_failure = ${f.infrastructure ?? false}`;
+    case 'queued':
+      throw new Error('a job is queued only when it is created');
+  }
+}
