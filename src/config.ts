@@ -88,6 +88,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** How often a websocket's credential is checked again (revoked keys, expired tokens). */
   subscriptionAuthRecheckSeconds: number;
+  /** Unsent bytes a subscription socket may hold before it is closed as too slow (4413). */
+  subscriptionMaxBufferBytes: number;
   telephonyNumbers: readonly NumberRange[];
   telephonyExtensions: readonly NumberRange[];
   telephonySipDomain: string | undefined;
@@ -483,6 +485,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
     subscriptionAuthRecheckSeconds: p.int('SUBSCRIPTION_AUTH_RECHECK_SECONDS', 60, 1, 3600),
+    subscriptionMaxBufferBytes: p.int('SUBSCRIPTION_MAX_BUFFER_BYTES', 4 * 1024 * 1024, 1024, 1024 ** 3),
     telephonyNumbers: p.ranges('TELEPHONY_NUMBERS'),
     telephonyExtensions: p.ranges('TELEPHONY_EXTENSIONS', '1000-8999'),
     telephonySipDomain: p.matching('TELEPHONY_SIP_DOMAIN', /^[A-Za-z0-9.-]{1,253}$/, 'a domain name'),

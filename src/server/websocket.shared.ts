@@ -1,0 +1,144 @@
+import {
+  createSourceEventStream,
+  execute,
+  print,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLError,
+  type GraphQLFormattedError,
+} from 'graphql';
+import type WebSocket from 'ws';
+import type { Principal } from '../auth/principal';
+
+/** Where a subscription's messages go: its socket, and its id in graphql-ws's protocol. */
+export interface Target {
+  socket: WebSocket;
+  id: string;
+}
+
+/** graphql-ws's close code for a socket past its bound of unsent bytes (retryable for its client). */
+export const TOO_SLOW = 4413;
+
+/** The socket is OPEN (ws's readyState). */
+const OPEN = 1;
+
+/**
+ * Subscriptions that share their executions: each event of a subscription's stream (the same
+ * object for every subscription that hears it, see JobLive) is executed once per selection and
+ * audience, serialised once, and the same bytes are written to every socket, only the operation id
+ * spliced in, as graphql-ws would write them (`{"id":…,"type":"next","payload":…}`).
+ *
+ * A subscription's own values (a job's state when it subscribed) are other objects and get an
+ * execution of their own. The audience is the principal as field resolvers may read it (owner,
+ * user, credential, admin): two subscribers share only what both would see.
+ *
+ * A socket whose unsent bytes pass `maxBufferBytes` is closed with TOO_SLOW: its client comes back
+ * and reads again, as after any reconnection; the process holds at most that much for it.
+ */
+export class SharedExecutions {
+  /** Per event: each selection's serialised payload. Weak: gone with the event. */
+  private readonly payloads = new WeakMap<object, Map<string, Promise<string>>>();
+  private runs = 0;
+
+  constructor(
+    private readonly opts: {
+      maxBufferBytes: number;
+      formatError: (error: GraphQLError) => GraphQLFormattedError;
+    },
+  ) {}
+
+  /** Executions made so far (for tests and the bench). */
+  get executions(): number {
+    return this.runs;
+  }
+
+  /**
+   * The subscription of `args` for graphql-ws: its source stream; each value is sent to `target`
+   * here, so the iterator yields nothing and completes when the stream does (graphql-ws then sends
+   * `complete`, after every `next`); an error of the stream reaches graphql-ws as before.
+   */
+  async subscribe(
+    args: ExecutionArgs,
+    target: Target,
+  ): Promise<AsyncIterableIterator<never> | ExecutionResult> {
+    const source = await createSourceEventStream(args);
+    if (!(Symbol.asyncIterator in Object(source))) return source as ExecutionResult;
+    const stream = source as AsyncIterableIterator<unknown>;
+    const key = selectionKey(args);
+    const prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    const next = async (): Promise<IteratorResult<never>> => {
+      for (;;) {
+        const item = await stream.next();
+        if (item.done) return { value: undefined, done: true };
+        const payload = await this.payloadOf(item.value, key, args);
+        this.send(target.socket, `${prefix}${payload}}`);
+      }
+    };
+    const feed: AsyncIterableIterator<never> = {
+      next,
+      return: async () => {
+        await stream.return?.();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]: () => feed,
+    };
+    return feed;
+  }
+
+  /** The serialised payload of `event` for the selection `key`: executed once for all who share it. */
+  private payloadOf(event: unknown, key: string, args: ExecutionArgs): Promise<string> {
+    if (typeof event !== 'object' || event === null) return this.run(event, args);
+    let byKey = this.payloads.get(event);
+    if (!byKey) this.payloads.set(event, (byKey = new Map()));
+    let payload = byKey.get(key);
+    if (!payload) byKey.set(key, (payload = this.run(event, args)));
+    return payload;
+  }
+
+  private async run(event: unknown, args: ExecutionArgs): Promise<string> {
+    this.runs++;
+    const { errors, ...rest } = await execute({ ...args, rootValue: event });
+    // What graphql-ws sends, with the errors shaped as over HTTP.
+    return JSON.stringify(errors ? { ...rest, errors: errors.map(this.opts.formatError) } : rest);
+  }
+
+  private send(socket: WebSocket, message: string): void {
+    if (socket.readyState !== OPEN) return;
+    if (socket.bufferedAmount > this.opts.maxBufferBytes) {
+      socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
+      return;
+    }
+    socket.send(message);
+  }
+}
+
+/** A subscription's selection and audience: the same key, the same payload for every event. */
+function selectionKey(args: ExecutionArgs): string {
+  const principal = (args.contextValue as { principal?: Principal | null } | undefined)?.principal;
+  const audience = principal
+    ? [
+        principal.team ? `team:${principal.team.id}` : 'user',
+        principal.user.id,
+        principal.credential,
+        principal.apiKeyId ?? '',
+        principal.isAdmin,
+      ].join('|')
+    : 'anonymous';
+  return JSON.stringify([
+    audience,
+    args.operationName ?? null,
+    print(args.document),
+    sorted(args.variableValues),
+  ]);
+}
+
+/** A value with its objects' keys in one order, so that equal variables give equal keys. */
+function sorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sorted);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sorted((value as Record<string, unknown>)[k])]),
+  );
+}
