@@ -347,7 +347,7 @@ describe('a gap in the event connection', () => {
       // Each job ends while the service's listening connection is gone and cannot come back (on a
       // connection of another process, opened before, as another worker would end it); then the
       // listening connection is cut once more right after it came back.
-      other = await openOrm({ clientUrl: app.databaseUrl });
+      other = await openOrm({ clientUrl: app.databaseUrl, entities });
       await other.em.fork().execute('select 1');
       const jobs = new JobService(other);
       const listening = async () => {

@@ -52,6 +52,7 @@ export function graphqlWebSockets(
   const subscriptions = subscriptionGauge(metrics);
   const shared = new SharedExecutions({
     maxBufferBytes: config.subscriptionMaxBufferBytes,
+    tooSlow: () => metrics.subscriptionSocketsTooSlow.inc(),
     formatError: (e) => formatError(e.toJSON(), e),
   });
   /** Each operation's socket and id, by its context (graphql-ws hands `subscribe` only the latter). */

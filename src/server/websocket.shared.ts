@@ -43,6 +43,8 @@ export class SharedExecutions {
   constructor(
     private readonly opts: {
       maxBufferBytes: number;
+      /** Called once for each socket closed as too slow. */
+      tooSlow?: () => void;
       formatError: (error: GraphQLError) => GraphQLFormattedError;
     },
   ) {}
@@ -105,6 +107,7 @@ export class SharedExecutions {
   private send(socket: WebSocket, message: string): void {
     if (socket.readyState !== OPEN) return;
     if (socket.bufferedAmount > this.opts.maxBufferBytes) {
+      this.opts.tooSlow?.();
       socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
       return;
     }
