@@ -72,6 +72,8 @@ export class SharedExecutions {
       for (;;) {
         const item = await stream.next();
         if (item.done) return { value: undefined, done: true };
+        // A socket closing (too slow, or gone) is sent nothing more: nothing to execute for it.
+        if (target.socket.readyState !== OPEN) continue;
         const payload = await this.payloadOf(item.value, key, args);
         this.send(target.socket, `${prefix}${payload}}`);
       }
