@@ -29,8 +29,8 @@ const OPEN = 1;
  * spliced in, as graphql-ws would write them (`{"id":…,"type":"next","payload":…}`).
  *
  * A subscription's own values (a job's state when it subscribed) are other objects and get an
- * execution of their own. The audience is the principal as field resolvers may read it (owner,
- * user, credential, admin): two subscribers share only what both would see.
+ * execution of their own. The audience is the principal as field resolvers may read it (see
+ * selectionKey): two subscribers share only what both would see.
  *
  * A socket whose unsent bytes pass `maxBufferBytes` is closed with TOO_SLOW: its client comes back
  * and reads again, as after any reconnection; the process holds at most that much for it.
@@ -117,18 +117,22 @@ export class SharedExecutions {
   }
 }
 
-/** A subscription's selection and audience: the same key, the same payload for every event. */
+/** Principal properties that say where a request came from, not what it may see. */
+const NOT_AUDIENCE = new Set(['origin']);
+
+/**
+ * A subscription's selection and audience: the same key, the same payload for every event. The
+ * audience is every property of the principal (objects by their id) but NOT_AUDIENCE: a property
+ * added later keeps two principals apart until it is said not to matter.
+ */
 function selectionKey(args: ExecutionArgs): string {
   const principal = (args.contextValue as { principal?: Principal | null } | undefined)?.principal;
   const audience = principal
-    ? [
-        principal.team ? `team:${principal.team.id}` : 'user',
-        principal.user.id,
-        principal.credential,
-        principal.apiKeyId ?? '',
-        principal.isAdmin,
-      ].join('|')
-    : 'anonymous';
+    ? Object.entries(principal)
+        .filter(([k]) => !NOT_AUDIENCE.has(k))
+        .map(([k, v]) => [k, typeof v === 'object' && v !== null ? (v as { id?: unknown }).id : v])
+        .sort(([a], [b]) => String(a).localeCompare(String(b)))
+    : null;
   return JSON.stringify([
     audience,
     args.operationName ?? null,
