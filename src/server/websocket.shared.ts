@@ -9,6 +9,7 @@ import {
 } from 'graphql';
 import type WebSocket from 'ws';
 import type { Principal } from '../auth/principal';
+import { Loaders } from '../graphql/graphql.loaders';
 
 /** Where a subscription's messages go: its socket, and its id in graphql-ws's protocol. */
 export interface Target {
@@ -37,7 +38,7 @@ const OPEN = 1;
  */
 export class SharedExecutions {
   /** Per event: each selection's serialised payload. Weak: gone with the event. */
-  private readonly payloads = new WeakMap<object, Map<string, Promise<string>>>();
+  private readonly payloads = new WeakMap<object, Map<string, Promise<string> | string>>();
   private runs = 0;
 
   constructor(
@@ -74,7 +75,9 @@ export class SharedExecutions {
         if (item.done) return { value: undefined, done: true };
         // A socket closing (too slow, or gone) is sent nothing more: nothing to execute for it.
         if (target.socket.readyState !== OPEN) continue;
-        const payload = await this.payloadOf(item.value, key, args);
+        const ready = this.payloadOf(item.value, key, args);
+        // Once made, the text is at hand: no turn of the promise queue per subscriber.
+        const payload = typeof ready === 'string' ? ready : await ready;
         this.send(target.socket, `${prefix}${payload}}`);
       }
     };
@@ -90,18 +93,30 @@ export class SharedExecutions {
   }
 
   /** The serialised payload of `event` for the selection `key`: executed once for all who share it. */
-  private payloadOf(event: unknown, key: string, args: ExecutionArgs): Promise<string> {
+  private payloadOf(event: unknown, key: string, args: ExecutionArgs): Promise<string> | string {
     if (typeof event !== 'object' || event === null) return this.run(event, args);
     let byKey = this.payloads.get(event);
     if (!byKey) this.payloads.set(event, (byKey = new Map()));
     let payload = byKey.get(key);
-    if (!payload) byKey.set(key, (payload = this.run(event, args)));
+    if (payload === undefined) {
+      const made = this.run(event, args);
+      byKey.set(key, (payload = made));
+      made.then(
+        (text) => byKey.set(key, text),
+        () => undefined, // each subscriber awaiting it is told
+      );
+    }
     return payload;
   }
 
+  /**
+   * One execution, with loaders of its own: a subscription's context lives as long as it does, and
+   * what one event loaded must not be served to the next.
+   */
   private async run(event: unknown, args: ExecutionArgs): Promise<string> {
     this.runs++;
-    const { errors, ...rest } = await execute({ ...args, rootValue: event });
+    const contextValue = { ...(args.contextValue as object), loaders: new Loaders() };
+    const { errors, ...rest } = await execute({ ...args, rootValue: event, contextValue });
     // What graphql-ws sends, with the errors shaped as over HTTP.
     return JSON.stringify(errors ? { ...rest, errors: errors.map(this.opts.formatError) } : rest);
   }
