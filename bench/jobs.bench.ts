@@ -4,9 +4,11 @@
  *    subscription, for a trivial command (`true`), p50 and p99 over BENCH_JOBS jobs run one at a
  *    time, next to a bare INSERT + NOTIFY round trip on the same database, measured in the same run;
  * 2. throughput: BENCH_THROUGHPUT trivial jobs created at once, until the last one succeeded;
- * 3. fan-out: BENCH_FANOUT subscribers of one owner (`jobs { id status }`, a socket each) on the
- *    one process, BENCH_FANOUT_JOBS jobs one at a time, from `createDeployment` to the last
- *    subscriber's `SUCCEEDED`, next to a bare `ws` server broadcasting the same message to as many
+ * 3. fan-out: BENCH_FANOUT and BENCH_FANOUT_LARGE subscribers of one owner (`jobs { id status }`,
+ *    a socket each) on the one process: the RSS they add while idle; BENCH_FANOUT_JOBS jobs one at
+ *    a time, from `createDeployment` to the last subscriber's `SUCCEEDED`, and each job's own queue
+ *    and run time beside those of jobs with no subscriber; every subscriber's events checked (lost,
+ *    repeated, out of order); next to a bare `ws` server broadcasting the same message to as many
  *    sockets, in the same run.
  */
 import { createClient, type Client as WsClient } from 'graphql-ws';
@@ -16,9 +18,11 @@ import WebSocket from 'ws';
 import {
   freePort,
   jobsClient,
+  load,
   now,
   percentile,
   printTable,
+  rssOf,
   setting,
   SMOKE,
   startChild,
@@ -28,6 +32,7 @@ import {
 const JOBS = setting('BENCH_JOBS', 200, 5);
 const THROUGHPUT = setting('BENCH_THROUGHPUT', 1000, 10);
 const FANOUT = setting('BENCH_FANOUT', 2000, 50);
+const FANOUT_LARGE = setting('BENCH_FANOUT_LARGE', 10_000, 100);
 const FANOUT_JOBS = setting('BENCH_FANOUT_JOBS', 30, 3);
 
 const fmt = (v: number) => v.toFixed(1);
@@ -88,20 +93,21 @@ class Receipts {
   }
 }
 
-/** The bare floor of a fan-out: a `ws` server sending one message to FANOUT sockets. */
-async function bareBroadcasts(message: (jobId: string) => string): Promise<Round[]> {
+/** The bare floor of a fan-out: a `ws` server sending one message to `n` sockets. */
+async function bareBroadcasts(n: number, message: (jobId: string) => string): Promise<Round[]> {
   const server = await startChild('bench/baselines/ws-broadcast.server.js', {}, await freePort());
-  const receipts = new Receipts(FANOUT);
+  const receipts = new Receipts(n);
   const sockets: WebSocket[] = [];
   try {
-    await Promise.all(
-      Array.from({ length: FANOUT }, async () => {
-        const socket = new WebSocket(server.url.replace('http', 'ws'));
-        socket.on('message', (data) => receipts.heard((JSON.parse(String(data)) as { key: string }).key));
-        sockets.push(socket);
-        await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-      }),
-    );
+    for (let i = 0; i < n; i += 100)
+      await Promise.all(
+        Array.from({ length: Math.min(100, n - i) }, async () => {
+          const socket = new WebSocket(server.url.replace('http', 'ws'));
+          socket.on('message', (data) => receipts.heard((JSON.parse(String(data)) as { key: string }).key));
+          sockets.push(socket);
+          await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+        }),
+      );
     const rounds: Round[] = [];
     for (let i = 0; i < FANOUT_JOBS + 3; i++) {
       const key = randomUUID();
@@ -118,14 +124,54 @@ async function bareBroadcasts(message: (jobId: string) => string): Promise<Round
   }
 }
 
-async function fanout(serviceUrl: string, auth: string, create: () => Promise<string>): Promise<void> {
-  const receipts = new Receipts(FANOUT);
+const SEQUENCE = ['QUEUED', 'STARTING', 'RUNNING', 'SUCCEEDED'];
+
+/** What a job's own record says of it: seconds queued (created to started) and run. */
+interface OwnTimes {
+  queueSeconds: number;
+  runSeconds: number;
+}
+
+interface Jobs {
+  create(): Promise<string>;
+  times(id: string): Promise<OwnTimes>;
+  eventOf(id: string, status: string): Promise<void>;
+}
+
+function stats(rs: Round[]) {
+  const p50 = (v: number[]) => percentile(v, 50);
+  const last = rs.map((r) => r.delays.at(-1)!);
+  return {
+    first: p50(rs.map((r) => r.delays[0])),
+    last: p50(last),
+    lastP99: percentile(last, 99),
+    spread: p50(rs.map((r) => r.delays.at(-1)! - r.delays[0])),
+  };
+}
+
+/**
+ * `n` subscribers of one owner (`jobs { id status }`, a socket each) on the one process: the RSS
+ * they add while idle, then FANOUT_JOBS jobs one at a time, from `createDeployment` to the last
+ * subscriber's `SUCCEEDED`, each job's own times, and every subscriber's events checked (each
+ * state of each job once, in order).
+ */
+async function fanout(n: number, serviceUrl: string, auth: string, servicePid: number, jobs: Jobs) {
+  const receipts = new Receipts(n);
   const clients: WsClient[] = [];
+  /** Per subscriber: the states heard per job. */
+  const heard: Map<string, string[]>[] = [];
+  let reconnects = 0;
+  const rssBefore = rssOf(servicePid);
+  const rounds: Round[] = [];
+  const own: OwnTimes[] = [];
+  const measured: string[] = [];
   try {
     /** One subscriber on a socket of its own; one whose connection fails (a busy machine) comes again. */
     const subscriber = (): Promise<void> => {
       let connected!: () => void;
       const ready = new Promise<void>((r) => (connected = r));
+      const mine = new Map<string, string[]>();
+      heard.push(mine);
       const client = createClient({
         url: `${serviceUrl.replace('http', 'ws')}/graphql`,
         webSocketImpl: WebSocket,
@@ -138,70 +184,129 @@ async function fanout(serviceUrl: string, auth: string, create: () => Promise<st
         { query: 'subscription { jobs { id status } }' },
         {
           next: ({ data }) => {
-            if (data?.jobs.status === 'SUCCEEDED') receipts.heard(data.jobs.id);
+            const { id, status } = data!.jobs;
+            mine.set(id, [...(mine.get(id) ?? []), status]);
+            if (status === 'SUCCEEDED') receipts.heard(id);
           },
-          error: () => void subscriber(),
+          error: () => {
+            reconnects++;
+            void subscriber();
+          },
           complete: () => undefined,
         },
       );
       return ready;
     };
-    // In batches, as dashboards would come: not 2,000 handshakes in the same instant.
-    for (let i = 0; i < FANOUT; i += 100)
-      await Promise.all(Array.from({ length: Math.min(100, FANOUT - i) }, subscriber));
+    // In batches, as dashboards would come: not thousands of handshakes in the same instant.
+    for (let i = 0; i < n; i += 100)
+      await Promise.all(Array.from({ length: Math.min(100, n - i) }, subscriber));
+    await new Promise((r) => setTimeout(r, 2000));
+    const rssIdle = rssOf(servicePid);
     // Every subscriber hears the warm-up jobs: all are registered.
-    for (let i = 0; i < 3; i++) await receipts.all(await create(), now());
-    const rounds: Round[] = [];
+    for (let i = 0; i < 3; i++) await receipts.all(await jobs.create(), now());
     for (let i = 0; i < FANOUT_JOBS; i++) {
       const start = now();
-      rounds.push(await receipts.all(await create(), start));
+      const id = await jobs.create();
+      rounds.push(await receipts.all(id, start));
+      measured.push(id);
+      own.push(await jobs.times(id));
     }
-    const sample = (id: string) =>
-      JSON.stringify({
-        id: randomUUID(),
-        type: 'next',
-        payload: { data: { jobs: { id, status: 'SUCCEEDED' } } },
-      });
-    const bare = await bareBroadcasts(sample);
-    const stats = (what: string, rs: Round[]) => {
-      const last = rs.map((r) => r.delays.at(-1)!);
-      const spread = rs.map((r) => r.delays.at(-1)! - r.delays[0]);
-      const row = {
-        what,
-        'to first p50 ms': fmt(
-          percentile(
-            rs.map((r) => r.delays[0]),
-            50,
-          ),
-        ),
-        'to last p50 ms': fmt(percentile(last, 50)),
-        'to last p99 ms': fmt(percentile(last, 99)),
-        'first to last p50 ms': fmt(percentile(spread, 50)),
-        'messages/s (first to last, p50)': (FANOUT / (percentile(spread, 50) / 1000)).toFixed(0),
-      };
-      return { row, lastP99: percentile(last, 99), spread: percentile(spread, 50) };
+    await new Promise((r) => setTimeout(r, 500));
+    let lost = 0;
+    let repeated = 0;
+    let disordered = 0;
+    for (const mine of heard)
+      for (const id of measured) {
+        const states = mine.get(id) ?? [];
+        repeated += states.length - new Set(states).size;
+        lost += SEQUENCE.filter((s) => !states.includes(s)).length;
+        if (states.length === SEQUENCE.length && states.join() !== SEQUENCE.join()) disordered++;
+      }
+    // A subscriber that reconnected counts once more in `heard` (and misses what came meanwhile).
+    return {
+      rssPerSubscription: (rssIdle - rssBefore) / n,
+      rounds,
+      own,
+      lost,
+      repeated,
+      disordered,
+      reconnects,
     };
-    const b = stats(`bare ws broadcast to ${FANOUT} sockets`, bare);
-    const s = stats(`createDeployment -> SUCCEEDED on ${FANOUT} subscriptions`, rounds);
-    printTable(`Fan-out to ${FANOUT} subscribers of one owner, ${FANOUT_JOBS} jobs one at a time`, [
-      b.row,
-      s.row,
-    ]);
-    printTable('Fan-out against the bare broadcast', [
-      {
-        'rate ratio (bare = 1)': (b.spread / s.spread).toFixed(2),
-        'to last p99 over bare, ms': fmt(s.lastP99 - b.lastP99),
-      },
-    ]);
   } finally {
     await Promise.all(clients.map((c) => c.dispose()));
   }
 }
 
+/** FANOUT_JOBS trivial jobs one at a time with no subscriber but the client's own: their own times. */
+async function quietTimes(jobs: Jobs) {
+  const own: OwnTimes[] = [];
+  const toSucceeded: number[] = [];
+  for (let i = 0; i < FANOUT_JOBS; i++) {
+    const start = now();
+    const id = await jobs.create();
+    await jobs.eventOf(id, 'SUCCEEDED');
+    toSucceeded.push(now() - start);
+    own.push(await jobs.times(id));
+  }
+  return { own, toSucceeded: percentile(toSucceeded, 50) };
+}
+
+/** The fan-out at FANOUT and FANOUT_LARGE subscribers, each beside a bare broadcast to as many sockets. */
+async function fanouts(serviceUrl: string, auth: string, servicePid: number, jobs: Jobs): Promise<void> {
+  const sample = (id: string) =>
+    JSON.stringify({
+      id: randomUUID(),
+      type: 'next',
+      payload: { data: { jobs: { id, status: 'SUCCEEDED' } } },
+    });
+  const ms = (seconds: number) => fmt(seconds * 1000);
+  const p50 = (own: OwnTimes[], key: keyof OwnTimes) =>
+    percentile(
+      own.map((o) => o[key]),
+      50,
+    );
+  const quiet = await quietTimes(jobs);
+  const own: Record<string, string | number>[] = [
+    {
+      subscribers: 0,
+      'queue p50 ms': ms(p50(quiet.own, 'queueSeconds')),
+      'run p50 ms': ms(p50(quiet.own, 'runSeconds')),
+      'queue over none, ms': '-',
+    },
+  ];
+  const fan: Record<string, string | number>[] = [];
+  for (const n of [...new Set([FANOUT, FANOUT_LARGE])]) {
+    const f = await fanout(n, serviceUrl, auth, servicePid, jobs);
+    const bare = stats(await bareBroadcasts(n, sample));
+    const s = stats(f.rounds);
+    own.push({
+      subscribers: n,
+      'queue p50 ms': ms(p50(f.own, 'queueSeconds')),
+      'run p50 ms': ms(p50(f.own, 'runSeconds')),
+      'queue over none, ms': ms(p50(f.own, 'queueSeconds') - p50(quiet.own, 'queueSeconds')),
+    });
+    fan.push({
+      subscribers: n,
+      'bare: first / last p50 ms': `${fmt(bare.first)} / ${fmt(bare.last)}`,
+      'service: first / last p50 ms (last p99)': `${fmt(s.first)} / ${fmt(s.last)} (${fmt(s.lastP99)})`,
+      'first to last p50 ms (bare; service)': `${fmt(bare.spread)}; ${fmt(s.spread)}`,
+      // The target: the service's last, less a job's request-to-SUCCEEDED with no subscriber, over the bare last.
+      '(last - quiet job) / bare last': ((s.last - quiet.toSucceeded) / bare.last).toFixed(2),
+      'idle RSS per subscription KiB': (f.rssPerSubscription / 1024).toFixed(1),
+      'lost / repeated / out of order / reconnects': `${f.lost} / ${f.repeated} / ${f.disordered} / ${f.reconnects}`,
+    });
+  }
+  printTable(
+    `A trivial job's own times with subscribers of its owner (${FANOUT_JOBS} jobs one at a time; quiet request to SUCCEEDED p50 ${fmt(quiet.toSucceeded)} ms)`,
+    own,
+  );
+  printTable(`Fan-out beside a bare ws broadcast of the same payload (load ${load().toFixed(1)})`, fan);
+}
+
 export async function run(): Promise<void> {
   const sut = await startService({ ROLES: 'api,worker', LOCAL_EXECUTOR_TRUST: 'any' });
   const auth = `Bearer ${await sut.token('bench')}`;
-  const { create, eventOf, latencies, dispose } = await jobsClient(sut.service.url, auth, 'true {args}');
+  const { gql, create, eventOf, latencies, dispose } = await jobsClient(sut.service.url, auth, 'true {args}');
   try {
     for (let i = 0; i < (SMOKE ? 1 : 10); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
@@ -237,7 +342,13 @@ export async function run(): Promise<void> {
     printTable(`Throughput of ${THROUGHPUT} trivial jobs created by 50 concurrent requests`, [
       { jobs: THROUGHPUT, seconds: seconds.toFixed(1), 'jobs/s': (THROUGHPUT / seconds).toFixed(0) },
     ]);
-    await fanout(sut.service.url, auth, create);
+    const times = async (id: string): Promise<OwnTimes> =>
+      (
+        (await gql('query ($id: ID!) { job(id: $id) { queueSeconds runSeconds } }', { id })) as unknown as {
+          job: OwnTimes;
+        }
+      ).job;
+    await fanouts(sut.service.url, auth, sut.service.process.pid!, { create, times, eventOf });
   } finally {
     await dispose();
     await sut.stop();

@@ -27,6 +27,19 @@ function parsePosition(text: string | undefined): Position | null {
   return { seq: Number(m[1]), line: m[2] === undefined ? Infinity : Number(m[2]) };
 }
 
+/**
+ * A live event as every stream that hears it writes it: one object per event of the hub, so that
+ * its text is made once for all of them (`framed`).
+ */
+const recorded = new WeakMap<object, RecordedEvent>();
+const shared = (heard: object, make: () => RecordedEvent): RecordedEvent => {
+  let e = recorded.get(heard);
+  if (!e) recorded.set(heard, (e = make()));
+  return e;
+};
+/** The text of an event written whole (a transition, or every line of a batch). */
+const framed = new WeakMap<RecordedEvent, string>();
+
 /** Writes events as `text/event-stream`, each once, in order of their ids. */
 class EventWriter {
   constructor(
@@ -41,37 +54,33 @@ class EventWriter {
 
   /** Writes what of `e` comes after the position; false when the socket asks to wait. */
   write(e: RecordedEvent): boolean {
-    let ok = true;
-    if (e.kind === 'transition') {
-      if (e.seq <= this.at.seq) return true;
-      ok = this.frame(`${e.seq}`, 'transition', {
-        job_id: e.jobId,
-        status: e.status,
-        from: e.from,
-        at: e.at,
-      });
-      this.at = { seq: e.seq, line: Infinity };
-    } else {
-      if (e.seq < this.at.seq) return true;
-      const first = e.seq === this.at.seq ? this.at.line + 1 : 0;
-      e.lines.forEach((l, i) => {
-        if (i < first) return;
-        ok = this.frame(`${e.seq}.${i}`, 'log', {
-          job_id: e.jobId,
-          status: 'running',
-          stream: l.stream,
-          line: l.line,
-        });
-        this.at = { seq: e.seq, line: i };
-      });
-      this.at = { seq: e.seq, line: Infinity };
-    }
-    return ok;
+    if (e.kind === 'transition' ? e.seq <= this.at.seq : e.seq < this.at.seq) return true;
+    const first = e.kind === 'log' && e.seq === this.at.seq ? this.at.line + 1 : 0;
+    this.at = { seq: e.seq, line: Infinity };
+    if (first) return this.res.write(text(e, first));
+    let whole = framed.get(e);
+    if (whole === undefined) framed.set(e, (whole = text(e, 0)));
+    return this.res.write(whole);
   }
+}
 
-  private frame(id: string, event: string, data: unknown): boolean {
-    return this.res.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+/** The frames of an event, its lines from `first` on. */
+function text(e: RecordedEvent, first: number): string {
+  const frame = (id: string, event: string, data: unknown) =>
+    `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+  if (e.kind === 'transition')
+    return frame(`${e.seq}`, 'transition', { job_id: e.jobId, status: e.status, from: e.from, at: e.at });
+  let out = '';
+  for (let i = first; i < e.lines.length; i++) {
+    const l = e.lines[i];
+    out += frame(`${e.seq}.${i}`, 'log', {
+      job_id: e.jobId,
+      status: 'running',
+      stream: l.stream,
+      line: l.line,
+    });
   }
+  return out;
 }
 
 const STATUS = enumOf(['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled']);
@@ -204,11 +213,24 @@ async function stream(
   };
   // Listening before the replay, so nothing falls in between (duplicates are skipped by id).
   // Transitions of a gap in the bus connection are read back by JobEvents (a job's end too).
-  const off = await events.listen(scope, {
-    transition: (e) =>
-      push({ kind: 'transition', seq: e.seq, jobId: e.jobId, status: e.status, from: e.from, at: e.at }),
-    lines: (e) => push({ kind: 'log', seq: e.seq, jobId: e.jobId, lines: e.lines }),
-  });
+  const off = await events.listen(
+    scope,
+    {
+      transition: (e) =>
+        push(
+          shared(e, () => ({
+            kind: 'transition',
+            seq: e.seq,
+            jobId: e.jobId,
+            status: e.status,
+            from: e.from,
+            at: e.at,
+          })),
+        ),
+      lines: (e) => push(shared(e, () => ({ kind: 'log', seq: e.seq, jobId: e.jobId, lines: e.lines }))),
+    },
+    { paced: true },
+  );
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
   const done = () => {
     closed = true;

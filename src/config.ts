@@ -101,6 +101,8 @@ export interface Config {
   mailFrom: string;
   /** How long team audit records are kept. */
   auditRetentionDays: number;
+  /** Unsent bytes a subscription socket may hold before it is closed as too slow (4413). */
+  subscriptionMaxBufferBytes: number;
   telephonyNumbers: readonly NumberRange[];
   telephonyExtensions: readonly NumberRange[];
   telephonySipDomain: string | undefined;
@@ -505,6 +507,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     smtpUrl: p.url('SMTP_URL', undefined, ['smtp:', 'smtps:'], true),
     mailFrom: p.str('MAIL_FROM', 'media-platform@localhost'),
     auditRetentionDays: p.int('AUDIT_RETENTION_DAYS', 365, 1, 36500),
+    subscriptionMaxBufferBytes: p.int('SUBSCRIPTION_MAX_BUFFER_BYTES', 4 * 1024 * 1024, 1024, 1024 ** 3),
     telephonyNumbers: p.ranges('TELEPHONY_NUMBERS'),
     telephonyExtensions: p.ranges('TELEPHONY_EXTENSIONS', '1000-8999'),
     telephonySipDomain: p.matching('TELEPHONY_SIP_DOMAIN', /^[A-Za-z0-9.-]{1,253}$/, 'a domain name'),

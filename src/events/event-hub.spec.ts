@@ -42,3 +42,29 @@ describe('Listeners', () => {
     expect(got).toEqual(['x']);
   });
 });
+
+describe('Listeners, paced', () => {
+  const turn = () => new Promise<void>((r) => setImmediate(r));
+
+  it('calls paced listeners in slices with a turn of the event loop between them, each event once and in order', async () => {
+    const listeners = new Listeners<number>();
+    const heard: number[][] = Array.from({ length: 1000 }, () => []);
+    const offs = heard.map((got) => listeners.add('k', (e) => got.push(e), true));
+    const atOnce: number[] = [];
+    listeners.add('k', (e) => atOnce.push(e));
+    offs[999](); // stopped before anything was handed out: hears nothing
+    listeners.emit(['k'], 1);
+    listeners.emit(['k'], 2);
+    // The listener that is not paced heard both at once; the paced ones none yet.
+    expect(atOnce).toEqual([1, 2]);
+    expect(heard.every((got) => got.length === 0)).toBe(true);
+    // After one turn of the event loop some heard the first event, not all of them.
+    await turn();
+    const called = heard.filter((got) => got.length > 0).length;
+    expect(called).toBeGreaterThan(0);
+    expect(called).toBeLessThan(999);
+    offs[998](); // stopped while the events are on their way: hears no more
+    for (let i = 0; i < 100 && heard[997].length < 2; i++) await turn();
+    for (const [i, got] of heard.entries()) expect(got).toEqual(i >= 998 ? [] : [1, 2]);
+  });
+});

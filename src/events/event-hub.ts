@@ -4,39 +4,86 @@ import type { EventBus } from './event-bus';
 
 export type Listener<E> = (event: E) => void;
 
-/** Listeners by key (a filter such as an owner or one job): an event reaches only the listeners of its keys. */
+/** How many paced listeners are called before the event loop gets its turn (see Listeners). */
+const PACED_SLICE = 32;
+
+interface Entry<E> {
+  listener: Listener<E>;
+  paced: boolean;
+  live: boolean;
+}
+
+/**
+ * Listeners by key (a filter such as an owner or one job): an event reaches only the listeners of
+ * its keys. A listener is called at once, or, when `paced` (many of them, each sending something:
+ * subscriptions, event streams), in slices of PACED_SLICE with the event loop's turn between
+ * them, so that what else the process does (a job's own steps) never waits for a whole fan-out.
+ * Each listener still gets every event once and in order: paced events are handed out one after
+ * another, in the order they were emitted.
+ */
 export class Listeners<E> {
-  private readonly byKey = new Map<string, Set<Listener<E>>>();
+  private readonly byKey = new Map<string, Set<Entry<E>>>();
   private count = 0;
+  /** Paced deliveries not made yet: an event, its listeners, and how many of them were called. */
+  private readonly paced: { event: E; entries: Entry<E>[]; done: number }[] = [];
+  private pacing = false;
 
   constructor(private readonly log?: Logger) {}
 
   /** Listens under `key` until the returned function is called (more calls do nothing). */
-  add(key: string, listener: Listener<E>): () => void {
+  add(key: string, listener: Listener<E>, paced = false): () => void {
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
-    // Wrapped, so that the same function may listen twice and each stop removes its own.
-    const own: Listener<E> = (e) => listener(e);
+    // An entry of its own, so that the same function may listen twice and each stop removes its own.
+    const own: Entry<E> = { listener, paced, live: true };
     set.add(own);
     this.count++;
     return () => {
       if (!set.delete(own)) return;
+      own.live = false; // a paced event on its way skips it
       this.count--;
       if (!set.size && this.byKey.get(key) === set) this.byKey.delete(key);
     };
   }
 
   emit(keys: readonly string[], event: E): void {
+    const later: Entry<E>[] = [];
     for (const key of keys) {
       const set = this.byKey.get(key);
       if (!set) continue;
-      for (const listener of set) {
-        try {
-          listener(event);
-        } catch (err) {
-          this.log?.error({ err, key }, 'event listener failed');
-        }
+      for (const entry of set)
+        if (entry.paced) later.push(entry);
+        else this.call(entry, event, key);
+    }
+    if (!later.length) return;
+    this.paced.push({ event, entries: later, done: 0 });
+    if (!this.pacing) {
+      this.pacing = true;
+      setImmediate(() => this.pace());
+    }
+  }
+
+  /** One slice of the paced deliveries, then the event loop's turn. */
+  private pace(): void {
+    for (let budget = PACED_SLICE; budget > 0 && this.paced.length;) {
+      const head = this.paced[0];
+      while (budget > 0 && head.done < head.entries.length) {
+        const entry = head.entries[head.done++];
+        if (!entry.live) continue;
+        budget--;
+        this.call(entry, head.event);
       }
+      if (head.done === head.entries.length) this.paced.shift();
+    }
+    if (this.paced.length) setImmediate(() => this.pace());
+    else this.pacing = false;
+  }
+
+  private call(entry: Entry<E>, event: E, key?: string): void {
+    try {
+      entry.listener(event);
+    } catch (err) {
+      this.log?.error({ err, key }, 'event listener failed');
     }
   }
 
@@ -102,12 +149,13 @@ export class EventHub<E extends { seq: number }> {
   }
 
   /**
-   * Calls `listener` with every later event under `key`, until the returned function is called.
+   * Calls `listener` with every later event under `key`, until the returned function is called;
+   * `paced`: in slices, for a consumer that is one of many (see Listeners).
    * Resolves once listening (the first call reads where a read-back after a gap starts at most).
    */
-  async subscribe(key: string, listener: Listener<E>): Promise<() => void> {
+  async subscribe(key: string, listener: Listener<E>, paced = false): Promise<() => void> {
     await this.knowBaseline();
-    return this.listeners.add(key, listener);
+    return this.listeners.add(key, listener, paced);
   }
 
   /** Listeners now. */

@@ -46,25 +46,3 @@ export function groupedBy<T>(
     return keys.map((k) => groups.get(k) ?? []);
   });
 }
-
-/**
- * A subscription's events, each resolved with fresh loaders: the context of a subscription
- * lives as long as the subscription, and what one event loaded must not be served to the next.
- * Written by hand so that `return()` (the client unsubscribed) reaches the source at once.
- */
-export function freshLoadersPerEvent<T>(
-  context: { loaders: Loaders },
-  source: AsyncIterator<T>,
-): AsyncIterableIterator<T> {
-  return {
-    async next() {
-      const result = await source.next();
-      if (!result.done) context.loaders = new Loaders();
-      return result;
-    },
-    return: () => source.return?.() ?? Promise.resolve({ value: undefined, done: true }),
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-  };
-}

@@ -88,15 +88,28 @@ export class JobEvents {
     return this.hub.size;
   }
 
-  /** Every later transition and batch of lines in `scope`, each once, until the returned function is called. */
-  listen(scope: JobScope, on: JobListeners): Promise<() => void> {
-    return this.hub.subscribe(keyOf(scope), (e) => {
-      if ('transition' in e) on.transition?.(e.transition);
-      else on.lines?.(e.lines);
-    });
+  /**
+   * Every later transition and batch of lines in `scope`, each once, until the returned function
+   * is called. `paced`: a consumer that is one of many and sends what it hears (a subscription, an
+   * event stream) hears it in slices that leave the event loop its turn (see Listeners), so that
+   * the jobs' own steps in this process never wait for a fan-out.
+   */
+  listen(scope: JobScope, on: JobListeners, { paced = false } = {}): Promise<() => void> {
+    return this.hub.subscribe(
+      keyOf(scope),
+      (e) => {
+        if ('transition' in e) on.transition?.(e.transition);
+        else on.lines?.(e.lines);
+      },
+      paced,
+    );
   }
 
-  onTransition(scope: JobScope, listener: Listener<JobEvent>): Promise<() => void> {
-    return this.listen(scope, { transition: listener });
+  onTransition(
+    scope: JobScope,
+    listener: Listener<JobEvent>,
+    opts?: { paced?: boolean },
+  ): Promise<() => void> {
+    return this.listen(scope, { transition: listener }, opts);
   }
 }

@@ -28,9 +28,13 @@ interface Delivery {
   update: JobUpdate | Promise<JobUpdate | null>;
 }
 
-/** What every subscription that reads an event shares: the job from its payload, and one read of it. */
+/**
+ * What every subscription that reads an event shares: the update from its payload, and one read
+ * of the job. The same objects for all, so that one execution of a selection serves them all
+ * (the websocket server's shared executions are keyed by them).
+ */
 interface Shared {
-  fromPayload: Job | null;
+  fromPayload: JobUpdate | null;
   read?: Promise<JobUpdate | null>;
 }
 
@@ -91,7 +95,7 @@ class Feed<E, T> implements AsyncIterableIterator<T> {
 export class JobLive {
   private watcherCount = 0;
   private logFeeds = 0;
-  /** The event being handed out and what its subscriptions share (the hub hands an event to all its listeners in one go). */
+  /** The event being handed out and what its subscriptions share (the hub hands an event to all its paced listeners before the next). */
   private current: { event: JobEvent; shared: Shared } | null = null;
 
   constructor(
@@ -166,6 +170,7 @@ export class JobLive {
             if (isTerminal(e.status)) queue.push({ ended: true });
           },
         },
+        { paced: true },
       );
       const now = await this.jobs.byId(job.id);
       return new Feed(
@@ -189,7 +194,9 @@ export class JobLive {
       this.watcherCount--;
     });
     try {
-      off = await this.events.onTransition(scope, (e) => queue.push(this.delivery(e, needs)));
+      off = await this.events.onTransition(scope, (e) => queue.push(this.delivery(e, needs)), {
+        paced: true,
+      });
     } catch (err) {
       void queue.return();
       throw err;
@@ -199,12 +206,13 @@ export class JobLive {
 
   private delivery(e: JobEvent, needs: JobNeeds): Delivery {
     if (this.current?.event !== e)
-      this.current = { event: e, shared: { fromPayload: e.job ? jobOf(e.job) : null } };
+      this.current = {
+        event: e,
+        shared: { fromPayload: e.job ? { job: jobOf(e.job), status: e.status } : null },
+      };
     const { shared } = this.current;
     const update =
-      shared.fromPayload && covers(e.job!, needs)
-        ? { job: shared.fromPayload, status: e.status }
-        : (shared.read ??= this.read(e));
+      shared.fromPayload && covers(e.job!, needs) ? shared.fromPayload : (shared.read ??= this.read(e));
     return { seq: e.seq, status: e.status, update };
   }
 

@@ -22,7 +22,7 @@ import { ModelService } from '../models/model.service';
 import { ModelType } from '../models/model.types';
 import type { RequestContext } from '../graphql/graphql.context';
 import { CurrentPrincipal, selectedFields, selectedFieldsAt, toConnection } from '../graphql/graphql.helpers';
-import { byId, freshLoadersPerEvent, groupedBy } from '../graphql/graphql.loaders';
+import { byId, groupedBy } from '../graphql/graphql.loaders';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';
 import { JobService } from './job.service';
@@ -125,15 +125,9 @@ export class JobResolver {
   @Subscription(() => JobType, {
     description:
       "One job: its state now, then each transition; it completes when the job has ended. Another owner's job is NOT_FOUND.",
-    subscribe: async ({ args, context, info }: Subscribed) =>
-      freshLoadersPerEvent(
-        context,
-        await context.live.one(
-          requirePrincipal(context.principal),
-          args.id,
-          jobNeedsOf(selectedFields(info)),
-        ),
-      ),
+    // Each event is executed with loaders of its own (server/websocket.shared.ts).
+    subscribe: ({ args, context, info }: Subscribed) =>
+      context.live.one(requirePrincipal(context.principal), args.id, jobNeedsOf(selectedFields(info))),
   })
   jobUpdated(@Root() update: JobUpdate, @Arg('id', () => ID) _id: string): JobType {
     return this.updateView(update);
@@ -142,11 +136,8 @@ export class JobResolver {
   @Subscription(() => JobType, {
     name: 'jobs',
     description: "Every transition of the owner's jobs.",
-    subscribe: async ({ context, info }: Subscribed) =>
-      freshLoadersPerEvent(
-        context,
-        await context.live.all(requirePrincipal(context.principal), jobNeedsOf(selectedFields(info))),
-      ),
+    subscribe: ({ context, info }: Subscribed) =>
+      context.live.all(requirePrincipal(context.principal), jobNeedsOf(selectedFields(info))),
   })
   jobsUpdated(@Root() update: JobUpdate): JobType {
     return this.updateView(update);

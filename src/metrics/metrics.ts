@@ -44,6 +44,11 @@ export class Metrics {
     help: 'GraphQL subscriptions open on this process',
     registers: [this.registry],
   });
+  readonly subscriptionSocketsTooSlow = new Counter({
+    name: 'graphql_subscription_sockets_too_slow_total',
+    help: 'Subscription sockets closed because their unsent bytes passed SUBSCRIPTION_MAX_BUFFER_BYTES',
+    registers: [this.registry],
+  });
   readonly jobsCreated = new Counter({
     name: 'jobs_created_total',
     help: 'Jobs created by this process',

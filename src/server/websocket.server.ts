@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { execute, GraphQLError, specifiedRules, subscribe, validate, type GraphQLSchema } from 'graphql';
+import { execute, GraphQLError, specifiedRules, validate, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Credentials } from '../auth/authenticator';
@@ -17,6 +17,7 @@ import { subscriptionGauge } from '../metrics/metrics.http';
 import type { RequestLimits } from '../rate-limits/request-limits';
 import { inputError, type GraphqlServer } from './graphql.server';
 import type { Services } from './services';
+import { SharedExecutions, type Target } from './websocket.shared';
 
 export interface WebSocketDeps {
   config: Config;
@@ -37,7 +38,9 @@ type SocketExtra = {
 
 /**
  * Subscriptions over graphql-ws on the server's `/graphql`; credentials come in
- * connectionParams. `close` ends every socket (1001) and waits for their operations.
+ * connectionParams. A subscription's events are executed once per selection and audience and
+ * written to the sockets here (SharedExecutions). `close` ends every socket (1001) and waits for
+ * their operations.
  */
 export function graphqlWebSockets(
   server: http.Server,
@@ -53,6 +56,13 @@ export function graphqlWebSockets(
 ): { close(): Promise<void> } {
   const wss = new WebSocketServer({ server, path: '/graphql' });
   const subscriptions = subscriptionGauge(metrics);
+  const shared = new SharedExecutions({
+    maxBufferBytes: config.subscriptionMaxBufferBytes,
+    tooSlow: () => metrics.subscriptionSocketsTooSlow.inc(),
+    formatError: (e) => formatError(e.toJSON(), e),
+  });
+  /** Each operation's socket and id, by its context (graphql-ws hands `subscribe` only the latter). */
+  const targets = new WeakMap<object, Target>();
   const cleanup = useServer<Record<string, unknown> | undefined, SocketExtra>(
     {
       schema,
@@ -64,7 +74,9 @@ export function graphqlWebSockets(
       },
       subscribe: (args) => {
         const error = inputError(args);
-        return error ? { errors: [error] } : subscribe(args);
+        return error
+          ? { errors: [error] }
+          : shared.subscribe(args, targets.get(args.contextValue as object)!);
       },
       onError: (_ctx, _id, _payload, errors) => errors.map((e) => formatError(e.toJSON(), e)),
       onNext: (_ctx, _id, _payload, _args, result) =>
@@ -136,10 +148,10 @@ export function graphqlWebSockets(
         ctx.extra.socket.once('close', () => clearInterval(recheck));
         return true;
       },
-      context: (ctx): RequestContext => {
+      context: (ctx, id): RequestContext => {
         const requestId = randomUUID();
         const principal = ctx.extra.principal ?? null;
-        return {
+        const context: RequestContext = {
           requestId,
           // Audit records name the operation and the client address.
           principal: principal && {
@@ -150,6 +162,8 @@ export function graphqlWebSockets(
           loaders: new Loaders(),
           live: services.live,
         };
+        targets.set(context, { socket: ctx.extra.socket, id });
+        return context;
       },
     },
     wss,

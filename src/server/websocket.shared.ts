@@ -1,0 +1,168 @@
+import {
+  createSourceEventStream,
+  execute,
+  print,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLError,
+  type GraphQLFormattedError,
+} from 'graphql';
+import type WebSocket from 'ws';
+import type { Principal } from '../common/principal';
+import { Loaders } from '../graphql/graphql.loaders';
+
+/** Where a subscription's messages go: its socket, and its id in graphql-ws's protocol. */
+export interface Target {
+  socket: WebSocket;
+  id: string;
+}
+
+/** graphql-ws's close code for a socket past its bound of unsent bytes (retryable for its client). */
+export const TOO_SLOW = 4413;
+
+/** The socket is OPEN (ws's readyState). */
+const OPEN = 1;
+
+/**
+ * Subscriptions that share their executions: each event of a subscription's stream (the same
+ * object for every subscription that hears it, see JobLive) is executed once per selection and
+ * audience, serialised once, and the same bytes are written to every socket, only the operation id
+ * spliced in, as graphql-ws would write them (`{"id":…,"type":"next","payload":…}`).
+ *
+ * A subscription's own values (a job's state when it subscribed) are other objects and get an
+ * execution of their own. The audience is the principal as field resolvers may read it (see
+ * selectionKey): two subscribers share only what both would see.
+ *
+ * A socket whose unsent bytes pass `maxBufferBytes` is closed with TOO_SLOW: its client comes back
+ * and reads again, as after any reconnection; the process holds at most that much for it.
+ */
+export class SharedExecutions {
+  /** Per event: each selection's serialised payload. Weak: gone with the event. */
+  private readonly payloads = new WeakMap<object, Map<string, Promise<string> | string>>();
+  private runs = 0;
+
+  constructor(
+    private readonly opts: {
+      maxBufferBytes: number;
+      /** Called once for each socket closed as too slow. */
+      tooSlow?: () => void;
+      formatError: (error: GraphQLError) => GraphQLFormattedError;
+    },
+  ) {}
+
+  /** Executions made so far (for tests and the bench). */
+  get executions(): number {
+    return this.runs;
+  }
+
+  /**
+   * The subscription of `args` for graphql-ws: its source stream; each value is sent to `target`
+   * here, so the iterator yields nothing and completes when the stream does (graphql-ws then sends
+   * `complete`, after every `next`); an error of the stream reaches graphql-ws as before.
+   */
+  async subscribe(
+    args: ExecutionArgs,
+    target: Target,
+  ): Promise<AsyncIterableIterator<never> | ExecutionResult> {
+    const source = await createSourceEventStream(args);
+    if (!(Symbol.asyncIterator in Object(source))) return source as ExecutionResult;
+    const stream = source as AsyncIterableIterator<unknown>;
+    const key = selectionKey(args);
+    const prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    const next = async (): Promise<IteratorResult<never>> => {
+      for (;;) {
+        const item = await stream.next();
+        if (item.done) return { value: undefined, done: true };
+        // A socket closing (too slow, or gone) is sent nothing more: nothing to execute for it.
+        if (target.socket.readyState !== OPEN) continue;
+        const ready = this.payloadOf(item.value, key, args);
+        // Once made, the text is at hand: no turn of the promise queue per subscriber.
+        const payload = typeof ready === 'string' ? ready : await ready;
+        this.send(target.socket, `${prefix}${payload}}`);
+      }
+    };
+    const feed: AsyncIterableIterator<never> = {
+      next,
+      return: async () => {
+        await stream.return?.();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]: () => feed,
+    };
+    return feed;
+  }
+
+  /** The serialised payload of `event` for the selection `key`: executed once for all who share it. */
+  private payloadOf(event: unknown, key: string, args: ExecutionArgs): Promise<string> | string {
+    if (typeof event !== 'object' || event === null) return this.run(event, args);
+    let byKey = this.payloads.get(event);
+    if (!byKey) this.payloads.set(event, (byKey = new Map()));
+    let payload = byKey.get(key);
+    if (payload === undefined) {
+      const made = this.run(event, args);
+      byKey.set(key, (payload = made));
+      made.then(
+        (text) => byKey.set(key, text),
+        () => undefined, // each subscriber awaiting it is told
+      );
+    }
+    return payload;
+  }
+
+  /**
+   * One execution, with loaders of its own: a subscription's context lives as long as it does, and
+   * what one event loaded must not be served to the next.
+   */
+  private async run(event: unknown, args: ExecutionArgs): Promise<string> {
+    this.runs++;
+    const contextValue = { ...(args.contextValue as object), loaders: new Loaders() };
+    const { errors, ...rest } = await execute({ ...args, rootValue: event, contextValue });
+    // What graphql-ws sends, with the errors shaped as over HTTP.
+    return JSON.stringify(errors ? { ...rest, errors: errors.map(this.opts.formatError) } : rest);
+  }
+
+  private send(socket: WebSocket, message: string): void {
+    if (socket.readyState !== OPEN) return;
+    if (socket.bufferedAmount > this.opts.maxBufferBytes) {
+      this.opts.tooSlow?.();
+      socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
+      return;
+    }
+    socket.send(message);
+  }
+}
+
+/** Principal properties that say where a request came from, not what it may see. */
+const NOT_AUDIENCE = new Set(['origin']);
+
+/**
+ * A subscription's selection and audience: the same key, the same payload for every event. The
+ * audience is every property of the principal (objects by their id) but NOT_AUDIENCE: a property
+ * added later keeps two principals apart until it is said not to matter.
+ */
+function selectionKey(args: ExecutionArgs): string {
+  const principal = (args.contextValue as { principal?: Principal | null } | undefined)?.principal;
+  const audience = principal
+    ? Object.entries(principal)
+        .filter(([k]) => !NOT_AUDIENCE.has(k))
+        .map(([k, v]) => [k, typeof v === 'object' && v !== null ? (v as { id?: unknown }).id : v])
+        .sort(([a], [b]) => String(a).localeCompare(String(b)))
+    : null;
+  return JSON.stringify([
+    audience,
+    args.operationName ?? null,
+    print(args.document),
+    sorted(args.variableValues),
+  ]);
+}
+
+/** A value with its objects' keys in one order, so that equal variables give equal keys. */
+function sorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sorted);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sorted((value as Record<string, unknown>)[k])]),
+  );
+}
