@@ -375,16 +375,22 @@ describe('loadConfig', () => {
       expect(
         loadConfig({ NODE_ENV: 'production', BRIDGE_SECRET_KEY: key.toString('hex') }).sealingKey,
       ).toEqual(key);
-      expect(loadConfig({ NODE_ENV: 'production', SEALING_KEY: key.toString('hex') }).sealingKey).toEqual(key);
+      expect(loadConfig({ NODE_ENV: 'production', SEALING_KEY: key.toString('hex') }).sealingKey).toEqual(
+        key,
+      );
     });
 
     it('takes SEALING_KEY as the same key under its general name, and refuses two different keys', () => {
       expect(loadConfig({ SEALING_KEY: key.toString('base64') }).sealingKey).toEqual(key);
       expect(
-        loadConfig({ SEALING_KEY: key.toString('hex'), BRIDGE_SECRET_KEY: key.toString('base64') }).sealingKey,
+        loadConfig({ SEALING_KEY: key.toString('hex'), BRIDGE_SECRET_KEY: key.toString('base64') })
+          .sealingKey,
       ).toEqual(key);
       expect(() =>
-        loadConfig({ SEALING_KEY: key.toString('hex'), BRIDGE_SECRET_KEY: Buffer.alloc(32, 8).toString('hex') }),
+        loadConfig({
+          SEALING_KEY: key.toString('hex'),
+          BRIDGE_SECRET_KEY: Buffer.alloc(32, 8).toString('hex'),
+        }),
       ).toThrow(/SEALING_KEY: differs from BRIDGE_SECRET_KEY/);
     });
 

@@ -96,9 +96,15 @@ const definitionSchema = {
   white_icon: icon,
   color_icon: icon,
   example_outputs: arrayOf(url),
-  visibility: { ...enumOf(['public', 'private']), description: 'default `public`; not shown in the legacy record' },
+  visibility: {
+    ...enumOf(['public', 'private']),
+    description: 'default `public`; not shown in the legacy record',
+  },
   shared_with: { ...arrayOf(uuid), description: 'team ids that see and run the model while it is private' },
-  secrets: { ...arrayOf(string), description: "names of the owner's secrets each job gets (docs/secrets.md)" },
+  secrets: {
+    ...arrayOf(string),
+    description: "names of the owner's secrets each job gets (docs/secrets.md)",
+  },
   args: mapOf(
     requestBody(
       {

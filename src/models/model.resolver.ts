@@ -135,7 +135,8 @@ export class ModelResolver {
 
   @FieldResolver(() => [ID], {
     nullable: true,
-    description: 'Teams that see and run the model while it is private; null unless the viewer may change it.',
+    description:
+      'Teams that see and run the model while it is private; null unless the viewer may change it.',
   })
   sharedWith(@Root() model: ModelType, @CurrentPrincipal() principal: Principal) {
     return mayChange(principal, model) ? model.sharedWith : null;

@@ -239,12 +239,13 @@ export class ModelService {
 
   /** The latest version of each model (a DataLoader batch); null where a model has none. */
   async latestVersions(modelIds: readonly string[]): Promise<(ModelVersion | null)[]> {
-    const em = this.orm.em.fork();
-    const rows: Record<string, unknown>[] = await em.execute(
-      `select distinct on (model_id) * from model_versions where model_id = any(?) order by model_id, sequence desc`,
-      [[...modelIds]],
-    );
-    const byModel = new Map(rows.map((r) => [r.model_id as string, em.map(ModelVersion, r)]));
+    const rows = await this.orm.em
+      .fork()
+      .createQueryBuilder(ModelVersion, 'v')
+      .where({ modelId: { $in: [...modelIds] } })
+      .andWhere('v.sequence = (select max(w.sequence) from model_versions w where w.model_id = v.model_id)')
+      .getResultList();
+    const byModel = new Map(rows.map((v) => [v.modelId, v]));
     return modelIds.map((id) => byModel.get(id) ?? null);
   }
 

@@ -160,7 +160,11 @@ describe('visibility, sharing and secrets', () => {
       sharedWith: [team.toUpperCase(), team],
       secrets: ['HF_TOKEN', 'licence_key'],
     });
-    expect(d).toMatchObject({ visibility: 'private', sharedWith: [team], secrets: ['HF_TOKEN', 'licence_key'] });
+    expect(d).toMatchObject({
+      visibility: 'private',
+      sharedWith: [team],
+      secrets: ['HF_TOKEN', 'licence_key'],
+    });
     // null resets to the defaults, absent keeps.
     expect(checkDefinition({ visibility: null, secrets: null }, d)).toMatchObject({
       visibility: 'public',

@@ -29,7 +29,6 @@ export type ModelDefinition = Pick<
   | 'secrets'
 >;
 
-
 export interface ModelArgumentInput {
   name: string;
   type: string;

@@ -15,6 +15,7 @@ export function secretNameProblem(name: unknown): string | null {
   if (typeof name !== 'string' || !SECRET_NAME.test(name))
     return 'must be an environment variable name: a letter or _, then letters, digits or _ (at most 128)';
   if (RESERVED.has(name)) return `${name} is set by the service for every job`;
-  if (name.endsWith('_FILE')) return 'must not end in _FILE (that name carries a secret file path on clusters)';
+  if (name.endsWith('_FILE'))
+    return 'must not end in _FILE (that name carries a secret file path on clusters)';
   return null;
 }

@@ -54,7 +54,10 @@ export class SecretService {
     const em = this.orm.em.fork();
     const count = await em.count(Secret, { ownerType: owner.type, ownerId: owner.id, name: { $ne: name } });
     if (count >= SECRET_LIMITS.perOwner)
-      throw new AppError('CONFLICT', `an owner keeps at most ${SECRET_LIMITS.perOwner} secrets; delete one first`);
+      throw new AppError(
+        'CONFLICT',
+        `an owner keeps at most ${SECRET_LIMITS.perOwner} secrets; delete one first`,
+      );
     const now = new Date();
     const [row] = await em
       .createQueryBuilder(Secret)
@@ -77,7 +80,9 @@ export class SecretService {
   /** Deletes a secret by name; answers the name, or 404. */
   async delete(principal: Principal, name: string): Promise<string> {
     const owner = ownerOf(principal);
-    const n = await this.orm.em.fork().nativeDelete(Secret, { ownerType: owner.type, ownerId: owner.id, name });
+    const n = await this.orm.em
+      .fork()
+      .nativeDelete(Secret, { ownerType: owner.type, ownerId: owner.id, name });
     if (!n) throw AppError.notFound('secret');
     return name;
   }
