@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { entities } from '../src/server/entities';
 import { openOrm } from '../src/db/orm';
-import { BUILTIN, PROGRAM, deploy } from './helpers/jobs';
+import { BUILTIN, PROGRAM, deploy, waitForJob } from './helpers/jobs';
 import { createTestDatabase } from './helpers/db';
 import { startTestApp, type TestApp } from './helpers/app';
 
@@ -153,6 +153,12 @@ describe('visibility', () => {
       jobs(first: 50) { nodes { id model { id name container } } }
       likedModels { nodes { id } }
     }`;
+    await waitForJob(t, bob, bobs.jobId);
+    const usage = async () => {
+      const res = await t.gql('{ usage { models { modelId name } } }', {}, bob);
+      return res.body.data.usage.models.find((m: { modelId: string }) => m.modelId === id);
+    };
+    expect(await usage()).toEqual({ modelId: id, name: 'Echo' });
     const before = await t.gql(query, { job: bobs.jobId, deployment: bobs.id }, bob);
     expect(before.body.data.job.model).toEqual({ id, name: 'Echo' });
     expect(before.body.data.likedModels.nodes).toEqual([{ id }]);
@@ -165,6 +171,8 @@ describe('visibility', () => {
     const listed = after.body.data.jobs.nodes.find((j: { id: string }) => j.id === bobs.jobId);
     expect(listed).toEqual({ id: bobs.jobId, model: null });
     expect(after.body.data.likedModels.nodes).toEqual([]);
+    // Bob's bill still counts his job, without the model's name.
+    expect(await usage()).toEqual({ modelId: id, name: null });
     // The owner still sees it through her own job.
     const own = await t.gql(query, { job: alices.jobId, deployment: alices.id }, alice);
     expect(own.body.data.job.model).toEqual({ id, name: 'Echo' });
