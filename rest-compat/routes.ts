@@ -6,12 +6,14 @@ import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { secretRoutes } from './routes/secrets.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
+import { teamRoutes } from './routes/teams.routes';
 import { tokenRoutes } from './routes/tokens.routes';
 import { webhookRoutes } from './routes/webhooks.routes';
 
 /** The whole REST compatibility table, one entry per legacy path. */
 export const restRoutes: RestRoute[] = [
   ...tokenRoutes,
+  ...teamRoutes,
   ...authRoutes,
   ...mediaRoutes,
   ...modelRoutes,

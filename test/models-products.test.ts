@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { User } from '../src/users/user.entity';
 import { entities } from '../src/server/entities';
 import { openOrm } from '../src/db/orm';
 import { BUILTIN, PROGRAM, deploy, waitForJob } from './helpers/jobs';
@@ -12,28 +13,46 @@ import { startTestApp, type TestApp } from './helpers/app';
 let t: TestApp;
 let alice: string;
 let bob: string;
-/** Team keys: Alice's team A, Bob's team B. */
+/** Team keys (role member): Alice's team A, Bob's team B. */
 let teamA: string;
 let teamB: string;
 let teamBId: string;
+/** Alice acting for team A as its owner (the web app's session token). */
+let ownerA: string;
+/** A viewer key of team A. */
+let viewerA: string;
 
-async function team(owner: string, name: string): Promise<{ id: string; key: string }> {
+async function team(owner: string, sub: string, name: string) {
   const created = await t.http().post('/api/v1/teams').set('authorization', owner).send({ name });
-  const key = await t
-    .http()
-    .post('/api/v1/tokens')
-    .set('authorization', owner)
-    .send({ name: 'team', team_id: created.body.id });
-  return { id: created.body.id, key: `Bearer ${key.body.token}` };
+  const key = async (role: string) => {
+    const res = await t
+      .http()
+      .post('/api/v1/tokens')
+      .set('authorization', owner)
+      .send({ name: 'team', team_id: created.body.id, role });
+    return `Bearer ${res.body.token}`;
+  };
+  const user = await t.runtime.orm.em.fork().findOneOrFail(User, { subject: sub });
+  const cookie = await t.runtime.services.sessions.open(user, null);
+  const session = await t.runtime.services.login.sessionToken({ cookie, teamId: created.body.id });
+  return {
+    id: created.body.id as string,
+    member: await key('member'),
+    viewer: await key('viewer'),
+    owner: `Bearer ${session.accessToken}`,
+  };
 }
 
 beforeAll(async () => {
   t = await startTestApp({ LOCAL_EXECUTOR_TRUST: 'any' });
   alice = `Bearer ${await t.tokenFor('products-alice')}`;
   bob = `Bearer ${await t.tokenFor('products-bob')}`;
-  teamA = (await team(alice, 'Team A')).key;
-  const b = await team(bob, 'Team B');
-  teamB = b.key;
+  const a = await team(alice, 'products-alice', 'Team A');
+  teamA = a.member;
+  ownerA = a.owner;
+  viewerA = a.viewer;
+  const b = await team(bob, 'products-bob', 'Team B');
+  teamB = b.member;
   teamBId = b.id;
 });
 afterAll(() => t.close());
@@ -209,7 +228,7 @@ describe('sharing', () => {
       visibility: 'private',
       sharedWith: null,
     });
-    expect((await gqlModel(teamA, id)).body.data.model.sharedWith).toEqual([teamBId]);
+    expect((await gqlModel(ownerA, id)).body.data.model.sharedWith).toEqual([teamBId]);
     const run = await t
       .http()
       .post('/api/v1/deployments')
@@ -227,8 +246,14 @@ describe('sharing', () => {
     // Bob's own user token does not act for team B.
     expect((await t.http().get(`/api/v1/models/${id}`).set('authorization', bob)).status).toBe(404);
 
-    // Unshared: team B no longer sees it.
-    expect((await put(teamA, id, { shared_with: [] })).status).toBe(200);
+    // Every member of team A sees it, a viewer too; only admins and owners change its sharing.
+    expect((await t.http().get(`/api/v1/models/${id}`).set('authorization', viewerA)).status).toBe(200);
+    const byMember = await put(teamA, id, { shared_with: [] });
+    expect(byMember.status).toBe(403);
+    expect(byMember.body.error.message).toMatch(/a team member cannot update or delete team models/);
+    expect(await listedIds(teamB)).toContain(id);
+    // Unshared by the team's owner: team B no longer sees it.
+    expect((await put(ownerA, id, { shared_with: [] })).status).toBe(200);
     expect((await t.http().get(`/api/v1/models/${id}`).set('authorization', teamB)).status).toBe(404);
     expect(await listedIds(teamB)).not.toContain(id);
   });

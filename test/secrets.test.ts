@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { createLogger } from '../src/common/logger';
+import { User } from '../src/users/user.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 
 /**
@@ -9,7 +10,9 @@ import { startTestApp, type TestApp } from './helpers/app';
 let t: TestApp;
 let alice: string;
 let bob: string;
+/** Alice acting for her team as its owner; a member key of the team. */
 let team: string;
+let member: string;
 let aliceId: string;
 let teamId: string;
 const logged: string[] = [];
@@ -34,8 +37,11 @@ beforeAll(async () => {
     .http()
     .post('/api/v1/tokens')
     .set('authorization', alice)
-    .send({ name: 'team', team_id: teamId });
-  team = `Bearer ${key.body.token}`;
+    .send({ name: 'team', team_id: teamId, role: 'member' });
+  member = `Bearer ${key.body.token}`;
+  const user = await t.runtime.orm.em.fork().findOneOrFail(User, { subject: 'secrets-alice' });
+  const cookie = await t.runtime.services.sessions.open(user, null);
+  team = `Bearer ${(await t.runtime.services.login.sessionToken({ cookie, teamId })).accessToken}`;
   aliceId = (await t.gql('{ me { id } }', {}, alice)).body.data.me.id;
 });
 afterAll(() => t.close());
@@ -153,6 +159,33 @@ describe('secrets over REST', () => {
     // Replacing one that exists is still fine.
     expect((await setSecret(bob, 'KEY_0', { value: 'new' })).status).toBe(200);
     expect(await list(bob)).toHaveLength(100);
+  });
+});
+
+describe("a team's secrets", () => {
+  it('are read by its members, set and deleted by its admins and owners, each change in its audit log', async () => {
+    expect((await setSecret(team, 'TEAM_TOKEN', { value: VALUE })).status).toBe(200);
+    expect((await list(member)).map((s) => s.name)).toEqual(['TEAM_TOKEN']);
+    for (const res of [
+      await setSecret(member, 'TEAM_TOKEN', { value: 'overwritten' }),
+      await t.http().delete('/api/v1/secrets/TEAM_TOKEN').set('authorization', member),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+    expect(await t.runtime.services.secrets.open({ type: 'team', id: teamId }, ['TEAM_TOKEN'])).toEqual([
+      { name: 'TEAM_TOKEN', value: VALUE },
+    ]);
+    expect((await t.http().delete('/api/v1/secrets/TEAM_TOKEN').set('authorization', team)).status).toBe(204);
+    const audit = await sql<{ action: string; target_id: string; details: unknown }>(
+      `select action, target_id, details from team_audit where team_id = $1 and target_type = 'secret' order by created_at`,
+      [teamId],
+    );
+    expect(audit.filter((a) => a.target_id === 'TEAM_TOKEN')).toEqual([
+      { action: 'secret.set', target_id: 'TEAM_TOKEN', details: {} },
+      { action: 'secret.deleted', target_id: 'TEAM_TOKEN', details: {} },
+    ]);
+    expect(JSON.stringify(await sql('select * from team_audit'))).not.toContain(VALUE);
   });
 });
 

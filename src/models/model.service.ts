@@ -7,7 +7,9 @@ import {
   type FilterQuery,
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
+import { isOwnedBy, ownedBy, type OwnerType, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize, roleAllows } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
@@ -46,12 +48,15 @@ function isOwner(principal: Principal, model: Pick<Model, 'ownerType' | 'ownerId
 
 /** Who may change a model: its owner only. Built-in models belong to the service. */
 export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | 'ownerType' | 'ownerId'>) {
-  return !model.builtin && isOwner(principal, model);
+  if (model.builtin || !isOwner(principal, model)) return false;
+  // A team's models are changed by its admins and owners (the role matrix, src/teams/team.roles.ts).
+  return !principal.team || roleAllows(principal.teamRole ?? 'viewer', 'manage');
 }
 
 /**
- * Who sees a model: a public one every principal; a private one its owner and the principals acting
- * for a team it is shared with. Everybody else gets 404, as if it did not exist.
+ * Who sees a model: a public one every principal; a private one its owner (for a team's model,
+ * every member acting for the team, viewers too) and the principals acting for a team it is shared
+ * with. Everybody else gets 404, as if it did not exist.
  */
 export function maySee(principal: Principal, model: Access): boolean {
   if (model.visibility !== 'private') return true;
@@ -90,9 +95,12 @@ export class ModelService {
     private readonly orm: MikroORM,
     /** MACHINE_TYPES_FILE's machine types, which models must name; null: any name. */
     private readonly machineTypes: MachineTypes | null = null,
+    /** Team changes leave audit records (none in scripts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   async create(principal: Principal, input: ModelDefinitionInput & { id?: string | null }): Promise<Model> {
+    authorize(principal, 'write', 'create models');
     if (input.id !== undefined && input.id !== null && !isUuid(input.id))
       throw AppError.validation({ id: 'must be a UUID' });
     const definition = checkDefinition(input, undefined, { machineTypes: this.machineTypes });
@@ -104,6 +112,11 @@ export class ModelService {
           ...definition,
           ...(input.id ? { id: input.id.toLowerCase() } : {}),
           ...ownedBy(principal),
+        });
+        this.audit?.recordForTeam(tx, principal, {
+          action: 'model.created',
+          targetType: 'model',
+          targetId: model.id,
         });
         await tx.flush();
         await recordVersion(tx, model.id);
@@ -151,6 +164,11 @@ export class ModelService {
       const definition = checkDefinition(input, model, { machineTypes: this.machineTypes });
       if (input.sharedWith !== undefined) await this.assertTeams(em, definition.sharedWith);
       em.assign(model, definition);
+      this.audit?.recordForTeam(em, principal, {
+        action: 'model.updated',
+        targetType: 'model',
+        targetId: model.id,
+      });
       await em.flush();
       await recordVersion(em, model.id);
       return model;
@@ -162,7 +180,14 @@ export class ModelService {
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, principal, id));
     // Likes and follows go with it (ON DELETE CASCADE).
-    await em.nativeDelete(Model, { id: model.id });
+    await em.transactional(async (tx) => {
+      await tx.nativeDelete(Model, { id: model.id });
+      this.audit?.recordForTeam(tx, principal, {
+        action: 'model.deleted',
+        targetType: 'model',
+        targetId: model.id,
+      });
+    });
     return model.id;
   }
 
@@ -298,7 +323,9 @@ export class ModelService {
   private assertChangeable(principal: Principal, model: Model): Model {
     if (model.builtin)
       throw new AppError('FORBIDDEN', 'built-in models belong to the service and cannot be changed');
-    if (!mayChange(principal, model)) throw new AppError('FORBIDDEN', "only the model's owner can change it");
-    return model;
+    if (mayChange(principal, model)) return model;
+    if (isOwnedBy(model as { ownerType: OwnerType; ownerId: string }, principal))
+      authorize(principal, 'manage', 'update or delete team models');
+    throw new AppError('FORBIDDEN', "only the model's owner can change it");
   }
 }

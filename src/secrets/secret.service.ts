@@ -3,6 +3,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
 import type { SecretBox } from '../common/sealing';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize } from '../teams/team.roles';
 import { Secret } from './secret.entity';
 import { secretNameProblem } from './secret.names';
 import type { SecretValue } from './secret.redact';
@@ -19,18 +21,23 @@ export type SecretView = Pick<Secret, 'name' | 'createdAt' | 'updatedAt'>;
 const sealContext = (owner: Owner, name: string) => `secret:${owner.type}:${owner.id}:${name}`;
 
 /**
- * Owners' named secrets. A user token keeps its user's secrets, a team's principal the team's.
- * Values are sealed before they reach the database and opened only for the jobs that need them.
+ * Owners' named secrets. A user token keeps its user's secrets, a team's principal the team's:
+ * every member reads the names, admins and owners set and delete them (the role matrix's
+ * `manage`). Values are sealed before they reach the database and opened only for the jobs that
+ * need them.
  */
 export class SecretService {
   constructor(
     private readonly orm: MikroORM,
     /** The sealing box; rejects (503) when no key may be had (production without SEALING_KEY). */
     private readonly box: () => Promise<SecretBox>,
+    /** Team changes leave audit records (none in scripts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /** The owner's secrets by name: names and times only. */
   async list(principal: Principal): Promise<SecretView[]> {
+    authorize(principal, 'read', "read the team's secrets");
     const owner = ownerOf(principal);
     return this.orm.em
       .fork()
@@ -43,6 +50,7 @@ export class SecretService {
 
   /** Creates or replaces a secret; checked whole before anything is written. */
   async put(principal: Principal, name: string, value: unknown): Promise<SecretView> {
+    authorize(principal, 'manage', "set the team's secrets");
     const owner = ownerOf(principal);
     const problems: Record<string, string> = {};
     const nameProblem = secretNameProblem(name);
@@ -51,40 +59,55 @@ export class SecretService {
     if (valueProblem) problems.value = valueProblem;
     if (Object.keys(problems).length) throw AppError.validation(problems);
     const sealed = (await this.box()).seal(value as string, sealContext(owner, name));
-    const em = this.orm.em.fork();
-    const count = await em.count(Secret, { ownerType: owner.type, ownerId: owner.id, name: { $ne: name } });
-    if (count >= SECRET_LIMITS.perOwner)
-      throw new AppError(
-        'CONFLICT',
-        `an owner keeps at most ${SECRET_LIMITS.perOwner} secrets; delete one first`,
-      );
-    const now = new Date();
-    const [row] = await em
-      .createQueryBuilder(Secret)
-      .insert({
-        id: randomUUID(),
-        ownerType: owner.type,
-        ownerId: owner.id,
-        name,
-        sealedValue: sealed,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .onConflict(['owner_type', 'owner_id', 'name'])
-      .merge(['sealedValue', 'updatedAt'])
-      .returning(['name', 'created_at', 'updated_at'])
-      .execute('all');
-    return { name: row.name, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
+    return this.orm.em.fork().transactional(async (em) => {
+      const others = { ownerType: owner.type, ownerId: owner.id, name: { $ne: name } };
+      if ((await em.count(Secret, others)) >= SECRET_LIMITS.perOwner)
+        throw new AppError(
+          'CONFLICT',
+          `an owner keeps at most ${SECRET_LIMITS.perOwner} secrets; delete one first`,
+        );
+      const now = new Date();
+      const [row] = await em
+        .createQueryBuilder(Secret)
+        .insert({
+          id: randomUUID(),
+          ownerType: owner.type,
+          ownerId: owner.id,
+          name,
+          sealedValue: sealed,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .onConflict(['owner_type', 'owner_id', 'name'])
+        .merge(['sealedValue', 'updatedAt'])
+        .returning(['name', 'created_at', 'updated_at'])
+        .execute('all');
+      // The record names the secret, never its value.
+      this.audit?.recordForTeam(em, principal, {
+        action: 'secret.set',
+        targetType: 'secret',
+        targetId: name,
+      });
+      await em.flush();
+      return { name: row.name, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
+    });
   }
 
   /** Deletes a secret by name; answers the name, or 404. */
   async delete(principal: Principal, name: string): Promise<string> {
+    authorize(principal, 'manage', "delete the team's secrets");
     const owner = ownerOf(principal);
-    const n = await this.orm.em
-      .fork()
-      .nativeDelete(Secret, { ownerType: owner.type, ownerId: owner.id, name });
-    if (!n) throw AppError.notFound('secret');
-    return name;
+    return this.orm.em.fork().transactional(async (em) => {
+      const n = await em.nativeDelete(Secret, { ownerType: owner.type, ownerId: owner.id, name });
+      if (!n) throw AppError.notFound('secret');
+      this.audit?.recordForTeam(em, principal, {
+        action: 'secret.deleted',
+        targetType: 'secret',
+        targetId: name,
+      });
+      await em.flush();
+      return name;
+    });
   }
 
   /** Which of `names` the owner has no secret for (a deployment of a model that needs them is refused). */
