@@ -1,5 +1,5 @@
 import { Router, type Request, type Response } from 'express';
-import { ownerOf, requirePrincipal, type Principal } from '../src/auth/principal';
+import { ownerOf, requirePrincipal, type Principal } from '../src/common/principal';
 import { AppError, toAppError } from '../src/common/errors';
 import type { JobEvents } from '../src/jobs/job.events';
 import type { EventScope, JobHistory, RecordedEvent } from '../src/jobs/job.history';

@@ -1,7 +1,7 @@
 import type { DocumentNode, GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { AppError } from '../src/common/errors';
-import { actingAs, type Owner, type Principal } from '../src/auth/principal';
+import { actingAs, type Owner, type Principal } from '../src/common/principal';
 import type { RequestContext } from '../src/graphql/graphql.context';
 import type { JobRenderer } from '../src/webhooks/webhook.deliverer';
 import { GetJobDocument, type GetJobQuery } from './generated/graphql';

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { Readable } from 'node:stream';
-import { ownerOf, requirePrincipal, type Principal } from '../src/auth/principal';
+import { ownerOf, requirePrincipal, type Principal } from '../src/common/principal';
 import { idempotencyKeyOf, replay, storeAnswer } from '../src/idempotency/idempotency.http';
 import {
   conflict,

@@ -38,6 +38,11 @@ export interface Config {
   oidcClientAuthMethod: 'client_secret_post' | 'client_secret_basic';
   /** Scopes the login flow asks the identity provider for. */
   oidcScopes: string;
+  /**
+   * How the login URL names OIDC_AUDIENCE to the provider: RFC 8707's `resource` (an absolute URI
+   * only), Auth0's `audience`, both, or neither.
+   */
+  oidcAudienceParameters: 'both' | 'resource' | 'audience' | 'none';
   /** Bound on each call the login flow makes to the identity provider. */
   oidcTimeoutSeconds: number;
   /** Lifetime of a login session (the `auth_session` cookie). */
@@ -460,6 +465,11 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
       'client_secret_post',
     ),
     oidcScopes,
+    oidcAudienceParameters: p.oneOf(
+      'OIDC_AUDIENCE_PARAMETERS',
+      ['both', 'resource', 'audience', 'none'] as const,
+      'both',
+    ),
     oidcTimeoutSeconds: p.int('OIDC_TIMEOUT_SECONDS', 5, 1, 120),
     sessionTtlSeconds: p.int('SESSION_TTL_SECONDS', 14 * 24 * 3600, 1, 365 * 24 * 3600),
     sessionTokenTtlSeconds: p.int('SESSION_TOKEN_TTL_SECONDS', 600, 10, 3600),

@@ -134,7 +134,8 @@ describe('the web app in a browser', () => {
     const preview = page.getByRole('img', { name: `Preview of ${imageName}` });
     await preview.waitFor();
     await eventually(async () =>
-      expect(await preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(900),
+      // The 256-pixel preview, not the 900-pixel original.
+      expect(await preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(256),
     );
 
     // Dropping a file uploads it too.
@@ -210,8 +211,8 @@ describe('the web app in a browser', () => {
     await nav(page, 'Run a model').click();
     await page.getByRole('listitem', { name: 'Image thumbnail' }).getByRole('link', { name: 'Run' }).click();
     await page.getByRole('heading', { name: 'Run Image thumbnail' }).waitFor();
-    await page.getByLabel('image', { exact: true }).selectOption({ label: imageName });
-    await page.getByLabel('width (optional)').fill('64');
+    await page.getByLabel('The image to scale down', { exact: true }).selectOption({ label: imageName });
+    await page.getByLabel('Width of the thumbnail in pixels (optional)').fill('64');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.waitForURL(/\/jobs\/[\w-]+$/);
     await page.evaluate(() => ((window as unknown as { marker: string }).marker = 'no reload'));
@@ -239,7 +240,7 @@ describe('the web app in a browser', () => {
   it("shows the server's validation errors beside the fields they name", async () => {
     const { page } = alice;
     await page.goto(`/models/${BUILTIN.thumbnail}`);
-    await page.getByLabel('width (optional)').fill('5');
+    await page.getByLabel('Width of the thumbnail in pixels (optional)').fill('5');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     const width = page.locator('.field', { has: page.locator('#arg-width') });
     await width.getByRole('alert').filter({ hasText: 'must be at least 16' }).waitFor();

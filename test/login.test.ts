@@ -788,3 +788,63 @@ describe('the service process on its own (what `npm start` runs)', () => {
     }
   }, 120_000);
 });
+
+describe('the login URL names the API to any provider', () => {
+  let server: http.Server;
+  let issuer: string;
+  beforeAll(async () => {
+    // Discovery only: the login URL is built from the provider's authorization endpoint.
+    server = http.createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          issuer,
+          authorization_endpoint: `${issuer}/authorize`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+        }),
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    issuer = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  async function loginParams(env: Record<string, string>) {
+    const t = await startTestApp({ OIDC_ISSUER: issuer, ...env });
+    try {
+      const res = await t.http().get('/api/v1/auth/login').set('accept', 'application/json');
+      expect(res.status).toBe(200);
+      return new URL(res.body.login_url).searchParams;
+    } finally {
+      await t.close();
+    }
+  }
+
+  it("sends RFC 8707's resource and Auth0's audience by default", async () => {
+    const params = await loginParams({ OIDC_AUDIENCE: 'https://api.media.test' });
+    expect(params.get('resource')).toBe('https://api.media.test');
+    expect(params.get('audience')).toBe('https://api.media.test');
+  });
+
+  it('sends only what OIDC_AUDIENCE_PARAMETERS names; resource only for an absolute URI', async () => {
+    const only = await loginParams({
+      OIDC_AUDIENCE: 'https://api.media.test',
+      OIDC_AUDIENCE_PARAMETERS: 'resource',
+    });
+    expect(only.get('resource')).toBe('https://api.media.test');
+    expect(only.has('audience')).toBe(false);
+    const none = await loginParams({
+      OIDC_AUDIENCE: 'https://api.media.test',
+      OIDC_AUDIENCE_PARAMETERS: 'none',
+    });
+    expect(none.has('resource') || none.has('audience')).toBe(false);
+    // RFC 8707 takes absolute URIs only: a plain name goes as Auth0's audience alone.
+    const plain = await loginParams({ OIDC_AUDIENCE: 'media-platform' });
+    expect(plain.has('resource')).toBe(false);
+    expect(plain.get('audience')).toBe('media-platform');
+  });
+});

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import sharp from 'sharp';
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -541,6 +542,38 @@ describe('serving files', () => {
     const head = await t.http().head(url);
     expect(head.status).toBe(200);
     expect(head.headers['content-length']).toBe(String(content.length));
+  });
+
+  it('serves a small WebP preview of an image at a fixed width (?w=), made from the original', async () => {
+    const big = await sharp({ create: { width: 1200, height: 600, channels: 3, background: '#2a6' } })
+      .png()
+      .toBuffer();
+    const bigUrl = fileUrl((await uploadFile(t, alice, big, 'wide.png')).body.media.url);
+    const res = await t.http().get(`${bigUrl}?w=256`).buffer(true);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('image/webp');
+    expect(res.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    const meta = await sharp(res.body as Buffer).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 256, 128]);
+    expect((res.body as Buffer).length).toBeLessThan(big.length);
+    expect((await t.http().get(`${bigUrl}?w=256`).set('if-none-match', res.headers.etag)).status).toBe(304);
+    // Never enlarged: the 16-pixel image stays 16 pixels wide.
+    const small = await t.http().get(`${url}?w=128`).buffer(true);
+    expect((await sharp(small.body as Buffer).metadata()).width).toBe(16);
+    // Only the listed widths; the error names the parameter.
+    const odd = await t.http().get(`${bigUrl}?w=10000`);
+    expect(odd.status).toBe(400);
+    expect(odd.body.error.code).toBe('VALIDATION_FAILED');
+    expect(odd.body.error.details).toEqual({ w: 'must be one of 128, 256, 512' });
+  });
+
+  it('serves a file that is no image as it is, whatever ?w= says', async () => {
+    const text = Buffer.from('plain words\n');
+    const textUrl = fileUrl((await uploadFile(t, alice, text, 'words.txt')).body.media.url);
+    const res = await t.http().get(`${textUrl}?w=256`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    expect(res.text).toBe(text.toString());
   });
 
   it('answers 404 for unknown files and wrong extensions', async () => {

@@ -123,7 +123,7 @@ describe('built-in models', () => {
         format: {
           type: 'string',
           format: '--format=:value',
-          description: 'Output format: png|jpeg|webp.',
+          description: 'Image format of the thumbnail.',
           example: 'png',
           optional: true,
           tags: null,

@@ -330,7 +330,8 @@ describe('every documented operation, answered for real', () => {
   let refreshToken: string;
   let browser: Browser;
 
-  it('health, readiness and the login flow', async () => {
+  it('the service index, health, readiness and the login flow', async () => {
+    await expectStatus(call('get', '/'), 200);
     await expectStatus(call('get', '/healthz'), 200);
     await expectStatus(call('get', '/readyz'), 200);
     for (const version of ['v1', 'v2']) {

@@ -99,7 +99,7 @@ describe('the web app served at /', () => {
 
   it('keeps JSON answers for API clients, API paths and what the build does not have', async () => {
     for (const [p, headers] of [
-      ['/', { accept: 'application/json' }],
+      ['/nothing-here', { accept: 'application/json' }],
       ['/api/v1/nothing-here', SIGNED_IN],
       ['/media/00000000-0000-4000-8000-000000000000.png', SIGNED_IN],
       ['/assets/missing-000000.js', SIGNED_IN],
@@ -109,6 +109,32 @@ describe('the web app served at /', () => {
       const res = await get(`${t.url}${p}`, headers);
       expect(res.status).toBe(404);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
+    }
+  });
+
+  it('answers `/` without HTML (curl) with an index of the service, not a 404', async () => {
+    for (const headers of [{ accept: '*/*' }, { accept: 'application/json' }, {}] as Record<
+      string,
+      string
+    >[]) {
+      const res = await get(`${t.url}/`, headers);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      const body = JSON.parse(res.body.toString());
+      const at = (p: string) => new URL(p, t.config.publicUrl).href;
+      expect(body).toMatchObject({
+        service: 'media-platform',
+        version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+        links: {
+          dashboard: at('/'),
+          graphql: at('/graphql'),
+          openapi: at('/api/openapi.json'),
+          health: at('/healthz'),
+        },
+      });
+      // The links answer here (the test's PUBLIC_URL is not where it listens: same paths).
+      for (const link of ['openapi', 'health'] as const)
+        expect((await get(`${t.url}${new URL(body.links[link]).pathname}`, {})).status).toBe(200);
     }
   });
 
@@ -140,9 +166,12 @@ describe('without a web app build', () => {
   });
   afterAll(() => t.close());
 
-  it('answers / with the JSON 404 as before', async () => {
+  it('answers / with the JSON index, which says there is no dashboard and how to build it', async () => {
     const res = await get(`${t.url}/`, SIGNED_IN);
-    expect(res.status).toBe(404);
+    expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const body = JSON.parse(res.body.toString());
+    expect(body.links.dashboard).toBeNull();
+    expect(body.note).toMatch(/npm run build:web/);
   });
 });

@@ -105,6 +105,8 @@ export type MediaType =
   | 'TARGET_ASSET';
 
 export type ModelArgumentInput = {
+  /** String arguments only: the values allowed. */
+  choices?: Array<string> | null | undefined;
   description?: string | null | undefined;
   example?: string | null | undefined;
   /** Must contain `:value`. */

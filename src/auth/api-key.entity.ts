@@ -2,7 +2,7 @@ import { Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro
 import { randomUUID } from 'node:crypto';
 import { Team, type TeamRole } from '../teams/team.entity';
 import { User } from '../users/user.entity';
-import type { OwnerType } from './principal';
+import type { OwnerType } from '../common/principal';
 
 /** A long-lived credential. Only the SHA-256 of its value is stored. */
 @Entity({ tableName: 'api_keys' })

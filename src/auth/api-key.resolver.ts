@@ -4,7 +4,7 @@ import type { RequestContext } from '../graphql/graphql.context';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { ApiKeyService } from './api-key.service';
 import { ApiKeyConnection, ApiKeyType, CreateApiKeyInput, CreatedApiKey } from './api-key.types';
-import type { Principal } from './principal';
+import type { Principal } from '../common/principal';
 
 @Resolver(() => ApiKeyType)
 export class ApiKeyResolver {

@@ -9,7 +9,7 @@ import type { TeamRole } from '../teams/team.entity';
 import { forbidden, rankOf, roleAllows } from '../teams/team.roles';
 import { validateName, validateRole, type TeamService } from '../teams/team.service';
 import { ApiKey } from './api-key.entity';
-import { isOwnedBy, ownedBy, type Principal } from './principal';
+import { isOwnedBy, ownedBy, type Principal } from '../common/principal';
 
 export function hashApiKey(value: string): string {
   return createHash('sha256').update(value.toLowerCase()).digest('hex');

@@ -4,7 +4,7 @@ import { isUuid } from '../common/ids';
 import type { User } from '../users/user.entity';
 import type { UserService } from '../users/user.service';
 import type { ApiKeyService } from './api-key.service';
-import type { Principal } from './principal';
+import type { Principal } from '../common/principal';
 import { SESSION_TOKEN_PREFIX, type SessionService } from './session.service';
 import type { TokenVerifier } from './token-verifier';
 

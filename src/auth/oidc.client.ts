@@ -32,9 +32,36 @@ export interface OpenIdClientOptions {
   clientSecret: string;
   clientAuthMethod: 'client_secret_post' | 'client_secret_basic';
   scopes: string;
-  /** Sent as `audience` (Auth0's way of naming the API the access token is for). */
+  /** The API the access token is for (OIDC_AUDIENCE). */
   audience?: string;
+  /** How it is named: RFC 8707's `resource`, Auth0's `audience`, both or neither. */
+  audienceParameters?: 'both' | 'resource' | 'audience' | 'none';
   timeoutSeconds: number;
+}
+
+/**
+ * The parameters that ask the provider for an access token for the API: `resource` (RFC 8707,
+ * which standards-following providers read; it must be an absolute URI, so another audience is
+ * not sent that way) and `audience` (Auth0's own). Providers ignore parameters they do not know.
+ */
+export function audienceParameters({
+  audience,
+  audienceParameters: which = 'both',
+}: Pick<OpenIdClientOptions, 'audience' | 'audienceParameters'>): Record<string, string> {
+  if (!audience) return {};
+  const out: Record<string, string> = {};
+  if ((which === 'both' || which === 'resource') && isResourceUri(audience)) out.resource = audience;
+  if (which === 'both' || which === 'audience') out.audience = audience;
+  return out;
+}
+
+/** RFC 8707, section 2: an absolute URI without a fragment. */
+function isResourceUri(value: string): boolean {
+  try {
+    return !new URL(value).hash && !value.includes('#') && /^[a-z][a-z0-9+.-]*:/i.test(value);
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -78,7 +105,7 @@ export function openIdClient(opts: OpenIdClientOptions): IdentityProviderClient 
             nonce,
             code_challenge: codeChallenge,
             code_challenge_method: 'S256',
-            ...(opts.audience ? { audience: opts.audience } : {}),
+            ...audienceParameters(opts),
           })
           .toString();
       } catch (err) {

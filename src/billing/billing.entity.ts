@@ -1,5 +1,5 @@
 import { BigIntType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 
 /**
  * The storage ledger: one row per span of time a media asset was live with a given size, so

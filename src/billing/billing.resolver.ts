@@ -1,5 +1,5 @@
 import { Arg, FieldResolver, Query, Resolver, Root } from 'type-graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import { CurrentPrincipal } from '../graphql/graphql.helpers';
 import { BillingService } from './billing.service';
 import { ModelUsageType, UsageBucketType, UsageGranularity, UsageType } from './billing.types';

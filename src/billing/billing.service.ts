@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { actingAs, ownerOf, type Principal } from '../auth/principal';
+import { actingAs, ownerOf, type Principal } from '../common/principal';
 import { Model } from '../models/model.entity';
 import { visibleTo } from '../models/model.service';
 import { GB_MONTH, amountOf, integrate, type Span } from './billing.meter';

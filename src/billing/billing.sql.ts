@@ -1,4 +1,4 @@
-import type { Owner } from '../auth/principal';
+import type { Owner } from '../common/principal';
 
 /** A statement with `?` placeholders (knex's, which the ORM's `execute` takes) and its values. */
 export interface Statement {

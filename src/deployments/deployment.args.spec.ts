@@ -25,6 +25,7 @@ const defs = [
   def('ratio', 'float', { optional: true, min: 0, max: 1 }),
   def('label', 'string', { optional: true }),
   def('tags', 'array', { optional: true }),
+  def('format', 'string', { optional: true, choices: ['png', 'webp'] }),
 ];
 const ID = '3f2a7c1e-0b6d-4c8e-9a51-7d2f4e6b8c90';
 
@@ -52,6 +53,10 @@ describe('checkArgs', () => {
     expect(files).toEqual([{ name: 'image', mediaId: ID }]);
   });
 
+  it('accepts one of the choices', () => {
+    expect(checkArgs(defs, { image: ID, format: 'webp' }).values).toEqual({ image: ID, format: 'webp' });
+  });
+
   it('treats null as absent', () => {
     expect(checkArgs(defs, { image: ID, width: null }).values).toEqual({ image: ID });
   });
@@ -72,6 +77,12 @@ describe('checkArgs', () => {
     ['a file that is no id', { image: '../etc/passwd' }, 'args.image', /media/],
     ['a list that is not', { image: ID, tags: 'a' }, 'args.tags', /list/],
     ['a list of objects', { image: ID, tags: [{}] }, 'args.tags', /string/],
+    [
+      'a value outside the choices',
+      { image: ID, format: 'gif' },
+      'args.format',
+      /^must be one of png, webp$/,
+    ],
   ])('names the argument for %s', (_what, input, field, message) => {
     expect(problems(input)[field]).toMatch(message);
   });

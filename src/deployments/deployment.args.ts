@@ -58,8 +58,12 @@ function checkOne(def: ModelArgument, raw: unknown): Checked {
     case 'int':
     case 'float':
       return checkNumber(def, raw);
-    case 'string':
-      return checkString(raw);
+    case 'string': {
+      const v = checkString(raw);
+      if (typeof v === 'string' && def.choices && !def.choices.includes(v))
+        return { problem: `must be one of ${def.choices.join(', ')}` };
+      return v;
+    }
     case 'file':
       return isUuid(raw) ? raw.toLowerCase() : { problem: 'must be the id of one of your media assets' };
     case 'array': {

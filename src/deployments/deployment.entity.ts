@@ -1,6 +1,6 @@
 import { ArrayType, Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 import type { WebhookEvent } from '../webhooks/webhook.events';
 
 import type { ArgValue } from '../models/model.command';

@@ -1,5 +1,5 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import { requirePrincipal, type Principal } from '../auth/principal';
+import { requirePrincipal, type Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
 import { JobService } from '../jobs/job.service';
 import { JobType } from '../jobs/job.types';

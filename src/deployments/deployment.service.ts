@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
+import { assertOwned, ownedBy, ownerOf, type Principal } from '../common/principal';
 import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';

@@ -1,4 +1,4 @@
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 
 /** What an executor is asked to run: argv (never a shell line), where, with what, for how long. */
 export interface JobSpec {

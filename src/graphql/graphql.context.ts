@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import type { Loaders } from './graphql.loaders';
 
 /**

@@ -1,6 +1,6 @@
 import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import { createParameterDecorator, Field, ObjectType, type ClassType } from 'type-graphql';
-import { requirePrincipal, type Principal } from '../auth/principal';
+import { requirePrincipal, type Principal } from '../common/principal';
 import type { Page } from '../common/pagination';
 import type { RequestContext } from './graphql.context';
 

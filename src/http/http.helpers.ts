@@ -6,7 +6,7 @@ import pinoHttp from 'pino-http';
 import { AppError, graphqlErrorExtensions, httpStatusOf, restErrorBody, toAppError } from '../common/errors';
 import { redactUrl, type Logger } from '../common/logger';
 import { tooDeep } from './http.json-body';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 
 export const VERSIONED_JSON = 'application/service.rest.v1+json';
 

@@ -1,6 +1,6 @@
 import { Entity, Index, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 
 /**
  * One `Idempotency-Key` of one owner: held (`running`, under a lease the holder renews) while

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ownerOf, type Principal } from '../auth/principal';
+import { ownerOf, type Principal } from '../common/principal';
 import { AppError, toAppError } from '../common/errors';
 import { sendError } from '../http/http.helpers';
 import { fingerprint, IdempotencyService, type Claim, type StoredResponse } from './idempotency.service';

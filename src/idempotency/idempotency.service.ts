@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
-import type { Owner } from '../auth/principal';
+import type { Owner } from '../common/principal';
 import { AppError } from '../common/errors';
 import type { IdempotentCreation } from '../graphql/graphql.context';
 

@@ -1,6 +1,6 @@
 import { ArrayType, Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 import { Deployment } from '../deployments/deployment.entity';
 import type { JobStatus } from './job.states';
 

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Owner } from '../auth/principal';
+import type { Owner } from '../common/principal';
 import type { LogLine } from './job.log';
 import type { JobStatus } from './job.states';
 

@@ -1,4 +1,4 @@
-import { ownerOf, type Principal } from '../auth/principal';
+import { ownerOf, type Principal } from '../common/principal';
 import { isDatabaseUnavailable } from '../common/errors';
 import { pause } from '../common/time';
 import { EventQueue } from '../events/event-bus';

@@ -12,7 +12,7 @@ import {
   Root,
   Subscription,
 } from 'type-graphql';
-import { requirePrincipal, type Principal } from '../auth/principal';
+import { requirePrincipal, type Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
 import { DeploymentService } from '../deployments/deployment.service';
 import { DeploymentType } from '../deployments/deployment.types';

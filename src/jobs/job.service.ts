@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { assertOwned, ownerOf, type Owner, type Principal } from '../common/principal';
 import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';

@@ -1,4 +1,4 @@
-import type { Owner } from '../auth/principal';
+import type { Owner } from '../common/principal';
 import type { JobEvents } from './job.events';
 import type { JobService } from './job.service';
 import { isTerminal } from './job.states';

@@ -1,6 +1,6 @@
 import { ArrayType, BigIntType, Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 
 /** `source_asset`: uploaded by a user; `target_asset`: written by a job. */
 export type MediaType = 'source_asset' | 'target_asset';

@@ -1,7 +1,7 @@
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import type { GraphQLResolveInfo } from 'graphql';
 import { Arg, ID, Info, Int, Mutation, Query, Resolver } from 'type-graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
 import { CurrentPrincipal, selectedFieldsAt, toConnection } from '../graphql/graphql.helpers';
 import { MediaService } from './media.service';

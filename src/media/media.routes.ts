@@ -1,9 +1,12 @@
 import { Router, type Request, type Response } from 'express';
+import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
+import sharp from 'sharp';
 import { AppError } from '../common/errors';
 import { sendError } from '../http/http.helpers';
 import type { ByteRange } from '../storage/storage.port';
 import type { ApiDoc } from '../http/openapi/openapi.docs';
+import type { MediaAsset } from './media.entity';
 import type { MediaService } from './media.service';
 
 /**
@@ -46,12 +49,61 @@ export const mediaFileDoc: ApiDoc = {
   },
 };
 
+/** Preview widths (`?w=`): a fixed few, so a client cannot make the service resize at any size. */
+export const PREVIEW_WIDTHS = [128, 256, 512] as const;
+/** Images sharp reads; others (and SVG, which could be large to render) are served as they are. */
+const PREVIEWABLE = /^image\/(png|jpeg|webp|gif|avif|tiff)$/;
+/** Bound on the decoded size of an image made into a preview (about 64 megapixels). */
+const PREVIEW_MAX_PIXELS = 64_000_000;
+/** Larger originals are not read into memory for a preview: the original is served. */
+const PREVIEW_MAX_BYTES = 50 * 1024 * 1024;
+
+/**
+ * A small WebP preview of an image, made on the fly (docs/media.md, "Previews"): the original is
+ * read once, decoded within a pixel bound and scaled down (never up). Null when the file is not
+ * an image sharp can read: the caller serves the original.
+ */
+async function previewOf(media: MediaService, asset: MediaAsset, width: number): Promise<Buffer | null> {
+  const stream = await media.read(asset);
+  if (!stream) return null;
+  try {
+    return await sharp(await buffer(stream), { limitInputPixels: PREVIEW_MAX_PIXELS, animated: false })
+      .rotate()
+      .resize({ width, withoutEnlargement: true })
+      .webp({ quality: 80 })
+      .toBuffer();
+  } catch {
+    return null;
+  }
+}
+
 /** `{cdn_url}/media/<id>.<ext>` served from this process: public, immutable, ranged. */
 export function mediaFileRoutes(media: MediaService): Router {
   const router = Router();
   const serve = async (req: Request, res: Response) => {
     const asset = await media.findServable(String(req.params.file));
     if (!asset) return sendError(req, res, AppError.notFound('file'));
+    if (req.query.w !== undefined) {
+      const width = Number(req.query.w);
+      if (!PREVIEW_WIDTHS.includes(width as (typeof PREVIEW_WIDTHS)[number]))
+        return sendError(req, res, AppError.validation({ w: `must be one of ${PREVIEW_WIDTHS.join(', ')}` }));
+      const preview =
+        PREVIEWABLE.test(asset.contentType) && asset.size <= PREVIEW_MAX_BYTES
+          ? await previewOf(media, asset, width)
+          : null;
+      if (preview) {
+        const previewTag = `"${asset.sha256}-w${width}"`;
+        res.setHeader('ETag', previewTag);
+        res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+        res.setHeader('X-Content-Type-Options', 'nosniff');
+        res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+        res.type('image/webp');
+        if (req.headers['if-none-match']?.split(',').some((t) => t.trim() === previewTag))
+          return void res.status(304).end();
+        res.setHeader('Content-Length', String(preview.length));
+        return void (req.method === 'HEAD' ? res.end() : res.end(preview));
+      }
+    }
     const etag = `"${asset.sha256}"`;
     const ifNoneMatch = req.headers['if-none-match'];
     const notModified =

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
-import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
+import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../common/principal';
 import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';

@@ -1,6 +1,6 @@
 import { ArrayType, Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 import { User } from '../users/user.entity';
 
 export type ModelArgumentKind = 'int' | 'float' | 'string' | 'file' | 'array';
@@ -21,6 +21,8 @@ export interface ModelArgument {
   tags: string[] | null;
   min: number | null;
   max: number | null;
+  /** The values a string argument may take (a select in the web app); null: any string. Absent in older rows. */
+  choices?: string[] | null;
 }
 
 /**

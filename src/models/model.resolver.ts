@@ -1,5 +1,5 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import { requirePrincipal, type Principal } from '../auth/principal';
+import { requirePrincipal, type Principal } from '../common/principal';
 import { encodeCursor, mapPage } from '../common/pagination';
 import type { RequestContext } from '../graphql/graphql.context';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';

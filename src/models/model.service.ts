@@ -7,7 +7,7 @@ import {
   type FilterQuery,
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { isOwnedBy, ownedBy, type OwnerType, type Principal } from '../auth/principal';
+import { isOwnedBy, ownedBy, type OwnerType, type Principal } from '../common/principal';
 import type { AuditLog } from '../teams/audit.service';
 import { authorize, roleAllows } from '../teams/team.roles';
 import { AppError } from '../common/errors';

@@ -1,5 +1,5 @@
 import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import type { OwnerType, Principal } from '../auth/principal';
+import type { OwnerType, Principal } from '../common/principal';
 import { Connection } from '../graphql/graphql.helpers';
 import type { Model, ModelArgument, ModelVersion, ModelVisibility } from './model.entity';
 import { maySee } from './model.service';
@@ -33,6 +33,12 @@ export class ModelArgumentType {
 
   @Field(() => Float, { nullable: true, description: 'Upper bound (int and float only).' })
   max!: number | null;
+
+  @Field(() => [String], {
+    nullable: true,
+    description: 'The values a string argument may take; null when any string goes.',
+  })
+  choices?: string[] | null;
 }
 
 @ObjectType('Model', { description: 'A catalogue entry: a container and the command deployments run in it.' })
@@ -254,6 +260,9 @@ export class ModelArgumentInput {
 
   @Field(() => Float, { nullable: true })
   max?: number | null;
+
+  @Field(() => [String], { nullable: true, description: 'String arguments only: the values allowed.' })
+  choices?: string[] | null;
 }
 
 /** The definable fields; on update an absent field is kept and null resets it to its default. */

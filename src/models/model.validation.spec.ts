@@ -44,6 +44,7 @@ describe('checkDefinition', () => {
           name: 'text',
           type: 'string',
           format: '--text=:value',
+          choices: null,
           description: null,
           example: null,
           optional: false,
@@ -101,6 +102,32 @@ describe('checkDefinition', () => {
       ['ratio', 0, 0.5],
       ['items', null, null],
     ]);
+  });
+
+  it('keeps the choices of a string argument, trimmed; refuses them elsewhere, empty or repeated', () => {
+    const def = checkDefinition({
+      ...minimal,
+      args: [
+        { name: 'format', type: 'string', format: ':value', choices: [' png', 'jpeg '], example: 'png' },
+      ],
+    });
+    expect(def.args[0].choices).toEqual(['png', 'jpeg']);
+    expect(
+      problems({
+        ...minimal,
+        args: [
+          { name: 'n', type: 'int', format: ':value', choices: ['1'] },
+          { name: 'e', type: 'string', format: ':value', choices: [] },
+          { name: 't', type: 'string', format: ':value', choices: ['a', 'a'] },
+          { name: 'x', type: 'string', format: ':value', choices: ['a', 'b'], example: 'c' },
+        ],
+      }),
+    ).toEqual({
+      'args.n.choices': 'only string arguments have choices',
+      'args.e.choices': 'must list 1 to 100 values',
+      'args.t.choices': 'lists a twice',
+      'args.x.example': 'must be one of the choices',
+    });
   });
 });
 

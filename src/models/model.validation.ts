@@ -39,6 +39,7 @@ export interface ModelArgumentInput {
   tags?: string[] | null;
   min?: number | null;
   max?: number | null;
+  choices?: string[] | null;
 }
 
 /**
@@ -66,6 +67,8 @@ export const LIMITS = {
   argFormat: 512,
   argDescription: 2000,
   argExample: 1000,
+  argChoices: 100,
+  argChoice: 200,
   machineCount: 64,
   timeoutSeconds: 86_400,
   maxRetries: 10,
@@ -175,6 +178,8 @@ function checkArgument(c: Checker, input: ModelArgumentInput, index: number): Mo
     else if ((min !== null && n < min) || (max !== null && n > max))
       c.fail(at('example'), 'must lie within min and max');
   }
+  const choices = checkChoices(c, at('choices'), kind, input.choices ?? null);
+  if (choices && example && !choices.includes(example)) c.fail(at('example'), 'must be one of the choices');
   return {
     name: input.name,
     type: kind,
@@ -185,7 +190,29 @@ function checkArgument(c: Checker, input: ModelArgumentInput, index: number): Mo
     tags: tags ?? null,
     min,
     max,
+    choices,
   };
+}
+
+/** A string argument's fixed set of values: distinct, non-empty, without control characters. */
+function checkChoices(
+  c: Checker,
+  field: string,
+  kind: ModelArgumentKind,
+  input: string[] | null,
+): string[] | null {
+  if (input === null) return null;
+  if (kind !== 'string') return c.fail(field, 'only string arguments have choices') ?? null;
+  if (input.length === 0 || input.length > LIMITS.argChoices)
+    return c.fail(field, `must list 1 to ${LIMITS.argChoices} values`) ?? null;
+  const out: string[] = [];
+  for (const raw of input) {
+    const v = c.text(field, raw, LIMITS.argChoice, { required: true });
+    if (v === undefined) return null;
+    if (out.includes(v)) return c.fail(field, `lists ${v} twice`) ?? null;
+    out.push(v);
+  }
+  return out;
 }
 
 function checkArguments(c: Checker, input: ModelArgumentInput[]): ModelArgument[] {

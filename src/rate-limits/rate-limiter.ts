@@ -1,6 +1,6 @@
 import type { Knex, MikroORM } from '@mikro-orm/postgresql';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { ownerOf, type Principal } from '../auth/principal';
+import { ownerOf, type Principal } from '../common/principal';
 import { AppError } from '../common/errors';
 
 export interface LimitOptions {

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { GraphQLError } from 'graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import type { Config } from '../config';
 import { isDatabaseUnavailable, toAppError } from '../common/errors';
 import type { Logger } from '../common/logger';

@@ -1,6 +1,6 @@
 import { Entity, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 
 /**
  * An owner's named secret (a Hugging Face token, a licence key) for the models it runs. The value

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { ownerOf, type Owner, type Principal } from '../auth/principal';
+import { ownerOf, type Owner, type Principal } from '../common/principal';
 import { AppError } from '../common/errors';
 import type { SecretBox } from '../common/sealing';
 import type { AuditLog } from '../teams/audit.service';

@@ -22,6 +22,7 @@ import type { RequestLimits } from '../rate-limits/request-limits';
 import { graphiqlRoutes } from './graphiql';
 import type { GraphqlServer } from './graphql.server';
 import { openApiRoutes } from './openapi.routes';
+import { serviceIndexRoutes } from './service-index.routes';
 import type { Services } from './services';
 import { webAppRoutes } from './web-app';
 
@@ -84,11 +85,13 @@ export function appPipeline({
     ...publicRoutes.map(({ path, router }) => ({ routes: `public ${path}`, path, handle: router })),
     // The CDN path: public like a bucket; ids are unguessable and only live files are served.
     { routes: 'media files', handle: mediaFileRoutes(services.media) },
-    ...(config.graphqlIde ? [{ routes: 'graphiql', handle: graphiqlRoutes() }] : []),
+    ...(config.graphqlIde ? [{ routes: 'graphiql', handle: graphiqlRoutes(config.apiKeyHeader) }] : []),
     {
       routes: 'web app',
       handle: webAppRoutes({ dir: config.webDir, mediaOrigins: [new URL(config.cdnUrl).origin] }),
     },
+    // After the web app: a browser's `/` is the dashboard; anything else asking for `/` the index.
+    { routes: 'service index', handle: serviceIndexRoutes(config) },
     // Plain UTF-8 JSON of a stated length is read in one step; anything else by body-parser.
     {
       stage: 'body',

@@ -10,7 +10,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Request, RequestHandler, Response } from 'express';
 import { GraphQLError, type ExecutionArgs, type GraphQLSchema, type ValidationRule } from 'graphql';
 import { graphqlUploadExpress } from 'graphql-upload-minimal';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import { AppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { Config } from '../config';

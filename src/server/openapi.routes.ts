@@ -14,6 +14,20 @@ import { cdrDoc } from '../telephony/cdr.routes';
 const serviceDocs: ApiDoc[] = [
   {
     method: 'get',
+    path: '/',
+    operationId: 'ServiceIndex',
+    summary:
+      'Where things are: the dashboard, GraphQL, this document, health; and the version. A browser gets the dashboard',
+    tag: 'service',
+    security: 'none',
+    response: {
+      type: 'object',
+      properties: { service: string, version: string, links: { type: 'object' }, note: string },
+      required: ['service', 'version', 'links'],
+    },
+  },
+  {
+    method: 'get',
     path: '/healthz',
     operationId: 'Health',
     summary: 'Answers while the process is alive',

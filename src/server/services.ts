@@ -62,7 +62,9 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     clientSecret: config.oidcClientSecret,
     clientAuthMethod: config.oidcClientAuthMethod,
     scopes: config.oidcScopes,
-    audience: config.oidcAudience,
+    // The built-in provider names its own resource (dev-issuer.provider.ts).
+    audience: config.oidcIssuer ? config.oidcAudience : undefined,
+    audienceParameters: config.oidcAudienceParameters,
     timeoutSeconds: config.oidcTimeoutSeconds,
   });
   const login = new LoginService(config.publicUrl, identityProvider, verifier, users, sessions, teams);

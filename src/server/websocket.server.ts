@@ -4,7 +4,7 @@ import { execute, GraphQLError, specifiedRules, subscribe, validate, type GraphQ
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Credentials } from '../auth/authenticator';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import { AppError } from '../common/errors';
 import { nestsTooDeep, TOO_DEEP } from '../common/json-depth';
 import type { Logger } from '../common/logger';

@@ -19,8 +19,9 @@ export class Team {
 }
 
 /** From least to most: the order is the matrix's (src/teams/team.roles.ts). */
-export const TEAM_ROLES = ['viewer', 'member', 'admin', 'owner'] as const;
-export type TeamRole = (typeof TEAM_ROLES)[number];
+import { TEAM_ROLES, type TeamRole } from '../common/principal';
+
+export { TEAM_ROLES, type TeamRole };
 
 @Entity({ tableName: 'team_members' })
 @Unique({ properties: ['team', 'user'] })

@@ -1,5 +1,5 @@
+import type { Principal } from '../common/principal';
 import { AppError } from '../common/errors';
-import type { User } from '../users/user.entity';
 import { TEAM_ROLES, type TeamRole } from './team.entity';
 
 /**
@@ -20,18 +20,8 @@ export const LEAST_ROLE: Readonly<Record<TeamAction, TeamRole>> = {
   own: 'owner',
 };
 
-/**
- * Who calls, as far as teams care: the Principal of src/auth satisfies it (teams sit below auth,
- * so they name only the fields they read).
- */
-export interface TeamCaller {
-  user: User;
-  team: { id: string } | null;
-  teamRole: TeamRole | null;
-  credential: string;
-  apiKeyId: string | null;
-  origin?: { requestId: string; clientAddress: string | null };
-}
+/** Who acts on a team: the request's principal. */
+export type TeamCaller = Principal;
 
 export const rankOf = (role: TeamRole): number => TEAM_ROLES.indexOf(role);
 

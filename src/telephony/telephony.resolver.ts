@@ -1,5 +1,5 @@
 import { Arg, Int, Mutation, Query, Resolver } from 'type-graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { TelephonyService } from './telephony.service';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { requireUserToken, type Principal } from '../auth/principal';
+import { requireUserToken, type Principal } from '../common/principal';
 import type { Config } from '../config';
 import { RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';

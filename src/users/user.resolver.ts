@@ -1,5 +1,5 @@
 import { Query, Resolver } from 'type-graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import { CurrentPrincipal } from '../graphql/graphql.helpers';
 import { ViewerType } from './user.types';
 

@@ -1,5 +1,5 @@
 import { Field, ID, ObjectType } from 'type-graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 
 @ObjectType('Viewer', {
   description: 'The caller: the user behind the credential, and the team when it is a team token.',

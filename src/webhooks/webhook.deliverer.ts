@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Owner } from '../auth/principal';
+import type { Owner } from '../common/principal';
 import type { Logger } from '../common/logger';
 import type { AddressPolicy } from './webhook.address';
 import { GIVE_UP_AFTER_MS, retryDelayMs } from './webhook.backoff';

@@ -1,6 +1,6 @@
 import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import type { OwnerType } from '../auth/principal';
+import type { OwnerType } from '../common/principal';
 import { Job } from '../jobs/job.entity';
 import type { WebhookEvent } from './webhook.events';
 

@@ -1,5 +1,5 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import type { Principal } from '../auth/principal';
+import type { Principal } from '../common/principal';
 import type { RequestContext } from '../graphql/graphql.context';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { groupedBy } from '../graphql/graphql.loaders';

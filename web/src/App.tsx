@@ -3,7 +3,7 @@ import { gql, messageOf } from './api/graphql';
 import { liveState, onLiveState, startLive } from './api/live';
 import { actingScope, onScopeChange, signIn, signOut } from './api/session';
 import { ViewerDocument, type ViewerQuery } from './generated/graphql';
-import { AccountPage, ActingAs } from './pages/Account';
+import { AccountPage } from './pages/Account';
 import { AcceptInvitePage } from './pages/AcceptInvite';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/Jobs';
@@ -14,6 +14,7 @@ import { TeamPage } from './pages/Team';
 import { UsagePage } from './pages/Usage';
 import { Link, usePath } from './router';
 import { ErrorNote, Loading } from './ui/common';
+import { WhoAmI } from './ui/WhoAmI';
 
 const NAV = [
   { href: '/', label: 'Jobs', match: (p: string) => p === '/' || p.startsWith('/jobs') },
@@ -126,7 +127,7 @@ export function App() {
           </ul>
         </nav>
         <div className="who">
-          {viewer ? <ActingAs teams={viewer.teams.nodes} compact /> : null}
+          {viewer ? <WhoAmI viewer={viewer} /> : null}
           <LiveIndicator />
           <button type="button" onClick={() => void signOut()}>
             Sign out

@@ -136,7 +136,14 @@ export type JobPageQueryVariables = Exact<{
 }>;
 
 
-export type JobPageQuery = { job: { logTail: string, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, model: { id: string, name: string } | null } };
+export type JobPageQuery = { job: { logTail: string, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, model: { id: string, name: string, args: Array<{ name: string, type: string, description: string | null }> } | null, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string } } };
+
+export type MediaNameQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type MediaNameQuery = { mediaAsset: { id: string, imageName: string, url: string } };
 
 export type JobWatchSubscriptionVariables = Exact<{
   id: string | number;
@@ -208,7 +215,7 @@ export type ModelRunFormQueryVariables = Exact<{
 }>;
 
 
-export type ModelRunFormQuery = { model: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean, args: Array<{ name: string, type: string, description: string | null, example: string | null, min: number | null, max: number | null, optional: boolean }> } };
+export type ModelRunFormQuery = { model: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean, args: Array<{ name: string, type: string, description: string | null, example: string | null, min: number | null, max: number | null, optional: boolean, choices: Array<string> | null }> } };
 
 export type LikeModelMutationVariables = Exact<{
   id: string | number;
@@ -329,7 +336,7 @@ export type DeclineTeamInviteMutation = { declineInvite: { invite: { status: str
 export type MonthUsageQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type MonthUsageQuery = { usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeAmount: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { gbMonths: string, amount: string } } };
+export type MonthUsageQuery = { usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageByteSeconds: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -605,6 +612,14 @@ export const JobPageDocument = new TypedDocumentString(`
   job(id: $id) {
     ...JobDetail
     logTail
+    model {
+      id
+      args {
+        name
+        type
+        description
+      }
+    }
   }
 }
     fragment JobRow on Job {
@@ -649,6 +664,15 @@ fragment JobDetail on Job {
     modelId
   }
 }`) as unknown as TypedDocumentString<JobPageQuery, JobPageQueryVariables>;
+export const MediaNameDocument = new TypedDocumentString(`
+    query MediaName($id: ID!) {
+  mediaAsset(id: $id) {
+    id
+    imageName
+    url
+  }
+}
+    `) as unknown as TypedDocumentString<MediaNameQuery, MediaNameQueryVariables>;
 export const JobWatchDocument = new TypedDocumentString(`
     subscription JobWatch($id: ID!) {
   jobUpdated(id: $id) {
@@ -803,6 +827,7 @@ export const ModelRunFormDocument = new TypedDocumentString(`
       min
       max
       optional
+      choices
     }
   }
 }
@@ -1068,7 +1093,9 @@ export const MonthUsageDocument = new TypedDocumentString(`
     }
     series {
       start
+      computeSeconds
       computeAmount
+      storageByteSeconds
       storageAmount
       total
     }
@@ -1080,6 +1107,7 @@ export const MonthUsageDocument = new TypedDocumentString(`
       amount
     }
     storage {
+      byteSeconds
       gbMonths
       amount
     }

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { gql, messageOf } from '../api/graphql';
-import { actingScope, setActingScope } from '../api/session';
+import { actingScope } from '../api/session';
 import {
   ApiKeysDocument,
   CreateApiKeyDocument,
@@ -11,6 +11,7 @@ import {
 } from '../generated/graphql';
 import { Link } from '../router';
 import { ErrorNote, when } from '../ui/common';
+import { ActingAs } from '../ui/WhoAmI';
 
 type Team = ViewerQuery['teams']['nodes'][number];
 
@@ -33,27 +34,6 @@ export function AccountPage({ viewer, onTeamsChanged }: { viewer: ViewerQuery; o
       <Teams teams={teams} onCreated={onTeamsChanged} />
       <ApiKeys team={team} />
     </section>
-  );
-}
-
-export function ActingAs({ teams, compact = false }: { teams: Team[]; compact?: boolean }) {
-  const acting = actingScope();
-  return (
-    <div className={compact ? 'acting compact' : 'acting'}>
-      <label htmlFor={compact ? 'acting-nav' : 'acting'}>Acting as</label>
-      <select
-        id={compact ? 'acting-nav' : 'acting'}
-        value={acting ?? ''}
-        onChange={(e) => setActingScope(e.target.value || null)}
-      >
-        <option value="">myself</option>
-        {teams.map((t) => (
-          <option key={t.id} value={t.id}>
-            team {t.name}
-          </option>
-        ))}
-      </select>
-    </div>
   );
 }
 

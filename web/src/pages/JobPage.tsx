@@ -6,10 +6,13 @@ import {
   JobLogsDocument,
   JobPageDocument,
   JobWatchDocument,
+  MediaNameDocument,
   RunDeploymentDocument,
   type JobDetailFragment,
+  type JobPageQuery,
 } from '../generated/graphql';
 import { Link, navigate } from '../router';
+import { labelOf } from './RunModel';
 import { bytes, ErrorNote, isTerminal, Loading, seconds, StatusBadge, statusWord, when } from '../ui/common';
 
 /** Text and JSON results are shown inline up to this size; larger ones are downloaded. */
@@ -18,6 +21,8 @@ const INLINE_LIMIT = 256 * 1024;
 /** One job: its state history and times, its log as it is printed, its result; cancel, run again. */
 export function JobPage({ id }: { id: string }) {
   const [job, setJob] = useState<JobDetailFragment | null>(null);
+  // The model's argument definitions (read once; live updates do not carry them).
+  const [argDefs, setArgDefs] = useState<ArgDef[]>([]);
   const [log, setLog] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -27,6 +32,7 @@ export function JobPage({ id }: { id: string }) {
     try {
       const { job: j } = await gql(JobPageDocument, { id });
       setJob(j);
+      setArgDefs(j.model?.args ?? []);
       setLog(j.logTail);
       setError('');
     } catch (err) {
@@ -103,8 +109,18 @@ export function JobPage({ id }: { id: string }) {
         <StatusBadge status={job.status} />
       </div>
       <p className="muted">
-        {job.model ? <Link href={`/models/${job.model.id}`}>{job.model.name}</Link> : 'deleted model'} · job{' '}
-        {job.id}
+        {job.model ? (
+          job.model.name === job.deployment.name ? (
+            <Link href={`/models/${job.model.id}`}>the model's page</Link>
+          ) : (
+            <>
+              model <Link href={`/models/${job.model.id}`}>{job.model.name}</Link>
+            </>
+          )
+        ) : (
+          'deleted model'
+        )}{' '}
+        · job {job.id}
       </p>
       <ErrorNote>{error}</ErrorNote>
       <div className="actions">
@@ -147,7 +163,7 @@ export function JobPage({ id }: { id: string }) {
             ) : null}
           </dl>
           <h2>Arguments</h2>
-          <pre className="json">{JSON.stringify(job.deployment.args, null, 2)}</pre>
+          <Arguments args={job.deployment.args as Record<string, unknown>} defs={argDefs} />
         </div>
         <div>
           <h2>Result</h2>
@@ -169,14 +185,78 @@ export function JobPage({ id }: { id: string }) {
   );
 }
 
+type ArgDef = NonNullable<JobPageQuery['job']['model']>['args'][number];
+
+/** A value as a person reads it: lists joined, objects as compact JSON. */
+const readable = (v: unknown) =>
+  Array.isArray(v) ? v.join(', ') : typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
+
+/** The arguments the job ran with: labelled as the run form labels them, files by name. */
+function Arguments({ args, defs }: { args: Record<string, unknown>; defs: ArgDef[] }) {
+  const names = Object.keys(args ?? {});
+  if (!names.length) return <p className="muted">None.</p>;
+  return (
+    <dl className="facts values" aria-label="Arguments">
+      {names.map((name) => {
+        const def = defs.find((d) => d.name === name);
+        return (
+          <div key={name} className="fact">
+            <dt>{def ? labelOf(def) : name}</dt>
+            <dd>{def?.type === 'file' ? <MediaName id={String(args[name])} /> : readable(args[name])}</dd>
+          </div>
+        );
+      })}
+    </dl>
+  );
+}
+
+/** A media asset by its file name, linked to the file; the id when it is gone. */
+function MediaName({ id }: { id: string }) {
+  const [media, setMedia] = useState<{ imageName: string; url: string } | null | undefined>(undefined);
+  useEffect(() => {
+    gql(MediaNameDocument, { id }).then(
+      (r) => setMedia(r.mediaAsset),
+      () => setMedia(null),
+    );
+  }, [id]);
+  if (media === undefined) return <span className="muted">…</span>;
+  if (media === null) return <span className="muted">{id} (deleted)</span>;
+  return (
+    <a href={media.url} target="_blank" rel="noreferrer">
+      {media.imageName || id}
+    </a>
+  );
+}
+
+/** A result object of plain values as a list; anything else as JSON. */
+function ResultValue({ value }: { value: unknown }) {
+  const plain =
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((v) => v === null || typeof v !== 'object' || Array.isArray(v));
+  if (!plain)
+    return (
+      <pre className="json" aria-label="Result JSON">
+        {JSON.stringify(value, null, 2)}
+      </pre>
+    );
+  return (
+    <dl className="facts values" aria-label="Result values">
+      {Object.entries(value).map(([k, v]) => (
+        <div key={k} className="fact">
+          <dt>{k.replace(/[_-]/g, ' ')}</dt>
+          <dd>{readable(v)}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
 function Result({ job }: { job: JobDetailFragment }) {
   return (
     <div className="result">
-      {job.result !== null && job.result !== undefined ? (
-        <pre className="json" aria-label="Result JSON">
-          {JSON.stringify(job.result, null, 2)}
-        </pre>
-      ) : null}
+      {job.result !== null && job.result !== undefined ? <ResultValue value={job.result} /> : null}
       {job.outputs.map((o) => (
         <figure key={o.id} className="output">
           {o.contentType.startsWith('image/') ? (

@@ -148,7 +148,10 @@ export function JobsPage() {
             <Link className="job-row" href={`/jobs/${j.id}`} data-job-id={j.id}>
               <span className="job-name">
                 <strong>{j.deployment.name}</strong>
-                <span className="muted">{j.model?.name ?? 'deleted model'}</span>
+                {/* The model only when the run's name does not already say it. */}
+                {j.model?.name === j.deployment.name ? null : (
+                  <span className="muted">{j.model?.name ?? 'deleted model'}</span>
+                )}
               </span>
               <span className="job-when muted">{when(j.createdAt)}</span>
               <StatusBadge status={j.status} />

@@ -6,9 +6,19 @@ import {
   MediaListDocument,
   UpdateMediaTagsDocument,
   type MediaItemFragment,
+  type MediaType,
 } from '../generated/graphql';
 import { bytes, ErrorNote, Loading, parseTags, when } from '../ui/common';
 import { useTaggedPages } from '../ui/useTaggedPages';
+
+/** How long a finished upload's row stays (its file is in the list below by then). */
+const DONE_ROW_MS = 4000;
+const PREVIEW_WIDTH = 256;
+const KINDS: [MediaType | '', string][] = [
+  ['', 'All files'],
+  ['SOURCE_ASSET', 'Uploads'],
+  ['TARGET_ASSET', 'Job results'],
+];
 
 interface Upload {
   key: number;
@@ -22,6 +32,9 @@ interface Upload {
 
 /** The user's files: upload (pick or drop) with progress and cancel, filter by tags, edit tags, delete. */
 export function MediaPage() {
+  // Uploads (source assets), job results (target assets), or both.
+  const [kind, setKind] = useState<MediaType | ''>('');
+  const kindRef = useRef<MediaType | ''>('');
   const {
     tagsParam,
     text: filterText,
@@ -33,11 +46,13 @@ export function MediaPage() {
     error,
     setError,
     search: filter,
-  } = useTaggedPages(
-    '/files',
-    async (tags, after) =>
-      (await gql(MediaListDocument, { first: 50, after, filter: tags.length ? { tags } : null })).media,
-  );
+  } = useTaggedPages('/files', async (tags, after) => {
+    const filter = {
+      ...(tags.length ? { tags } : {}),
+      ...(kindRef.current ? { type: kindRef.current } : {}),
+    };
+    return (await gql(MediaListDocument, { first: 50, after, filter })).media;
+  });
   const [uploads, setUploads] = useState<Upload[]>([]);
   const [uploadTags, setUploadTags] = useState('');
   const [dragging, setDragging] = useState(false);
@@ -59,6 +74,8 @@ export function MediaPage() {
         () => {
           change(key, { state: 'done' });
           void load(null);
+          // The file is in the list now: its upload row says "done" for a moment, then goes.
+          window.setTimeout(() => setUploads((old) => old.filter((u) => u.key !== key)), DONE_ROW_MS);
         },
         (err: unknown) =>
           change(
@@ -132,6 +149,22 @@ export function MediaPage() {
         </ul>
       ) : null}
 
+      <div className="media-kinds" role="group" aria-label="Show">
+        {KINDS.map(([value, label]) => (
+          <button
+            key={label}
+            type="button"
+            aria-pressed={kind === value}
+            onClick={() => {
+              kindRef.current = value;
+              setKind(value);
+              void load(null);
+            }}
+          >
+            {label}
+          </button>
+        ))}
+      </div>
       <form className="inline-form" role="search" onSubmit={filter}>
         <label htmlFor="media-tags">Filter by tags</label>
         <input
@@ -147,7 +180,11 @@ export function MediaPage() {
         <Loading what="your media" />
       ) : items.length === 0 ? (
         <p className="empty">
-          {tagsParam ? 'No file carries these tags.' : 'No files yet: upload one above.'}
+          {tagsParam
+            ? 'No file carries these tags.'
+            : kind === 'TARGET_ASSET'
+              ? 'No job results yet.'
+              : 'No files yet: upload one above.'}
         </p>
       ) : (
         <ul className="media-grid" aria-label="Your media">
@@ -203,7 +240,14 @@ function MediaCard({
   return (
     <li className="media-card" aria-label={m.imageName}>
       {m.contentType.startsWith('image/') ? (
-        <img src={m.url} alt={`Preview of ${m.imageName}`} loading="lazy" width={160} height={120} />
+        // A 256-pixel preview, not the original (docs/media.md, "Previews").
+        <img
+          src={`${m.url}?w=${PREVIEW_WIDTH}`}
+          alt={`Preview of ${m.imageName}`}
+          loading="lazy"
+          width={160}
+          height={120}
+        />
       ) : (
         <div className="file-icon" aria-hidden="true">
           {m.contentType.split('/')[1] ?? 'file'}

@@ -116,6 +116,12 @@ export function RunModelPage({ id }: { id: string }) {
   );
 }
 
+/** A field's label: the argument's description (a sentence, without its full stop), else its name. */
+export function labelOf(arg: { name: string; description?: string | null }): string {
+  const d = arg.description?.trim().replace(/\.$/, '');
+  return d || arg.name;
+}
+
 function Field({
   id,
   label,
@@ -163,11 +169,12 @@ function ArgField({
   onUploaded: (m: MediaItemFragment) => void;
 }) {
   const id = `arg-${arg.name}`;
-  const label = `${arg.name}${arg.optional ? ' (optional)' : ''}`;
+  const label = `${labelOf(arg)}${arg.optional ? ' (optional)' : ''}`;
   const bounds = [arg.min !== null ? `at least ${arg.min}` : '', arg.max !== null ? `at most ${arg.max}` : '']
     .filter(Boolean)
     .join(', ');
-  const hint = [arg.description, bounds, arg.example ? `e.g. ${arg.example}` : '']
+  // The argument's own name last: what an API client sends.
+  const hint = [bounds, arg.example && !arg.choices ? `e.g. ${arg.example}` : '', `argument ${arg.name}`]
     .filter(Boolean)
     .join(' · ');
   const described =
@@ -185,11 +192,28 @@ function ArgField({
         <FilePicker common={common} value={value} onChange={onChange} media={media} onUploaded={onUploaded} />
       </Field>
     );
+  if (arg.choices)
+    return (
+      <Field id={id} label={label} hint={hint} problem={problem}>
+        <select {...common} value={value} onChange={(e) => onChange(e.target.value)}>
+          {arg.optional || !value ? (
+            <option value="">
+              {arg.optional ? `Default${arg.example ? ` (${arg.example})` : ''}` : 'Choose…'}
+            </option>
+          ) : null}
+          {arg.choices.map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
+        </select>
+      </Field>
+    );
   return (
     <Field
       id={id}
       label={label}
-      hint={hint || (arg.type === 'array' ? 'comma-separated' : undefined)}
+      hint={arg.type === 'array' ? `comma-separated · ${hint}` : hint}
       problem={problem}
     >
       <input

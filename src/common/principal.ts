@@ -1,6 +1,4 @@
-import { AppError } from '../common/errors';
-import type { Team, TeamRole } from '../teams/team.entity';
-import type { User } from '../users/user.entity';
+import { AppError } from './errors';
 
 export type OwnerType = 'user' | 'team';
 
@@ -10,12 +8,38 @@ export interface Owner {
   id: string;
 }
 
+/** A team's roles, least first (docs/teams.md has what each may do). */
+export const TEAM_ROLES = ['viewer', 'member', 'admin', 'owner'] as const;
+export type TeamRole = (typeof TEAM_ROLES)[number];
+
+/**
+ * What the principal holds of its user (the person's profile, as the identity provider last told
+ * it) and team: the users' and teams' entities satisfy these, so this ground knows no module.
+ */
+export interface PrincipalUser {
+  id: string;
+  /** The identity provider's subject. */
+  subject: string;
+  username: string;
+  email: string | null;
+  emailVerified: boolean;
+  name: string | null;
+  nickname: string | null;
+  picture: string | null;
+  phoneNumber: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+export interface PrincipalTeam {
+  id: string;
+}
+
 /** The authenticated caller of one request, from exactly one credential. */
 export interface Principal {
   /** The person behind the credential (for a team token: the key's creator). */
-  user: User;
+  user: PrincipalUser;
   /** Set when the credential is a team's organisation token. */
-  team: Team | null;
+  team: PrincipalTeam | null;
   /**
    * `session`: the `auth_session` cookie, accepted by `fetch-metadata` only. `session_token`: an
    * access token the web app got from its session, acting as the user or one of the user's teams.
@@ -73,8 +97,8 @@ export function requireUserToken(principal: Principal, action: string): void {
  */
 export function actingAs(owner: Owner): Principal {
   return {
-    user: { id: owner.type === 'user' ? owner.id : '' } as User,
-    team: owner.type === 'team' ? ({ id: owner.id } as Team) : null,
+    user: { id: owner.type === 'user' ? owner.id : '' } as PrincipalUser,
+    team: owner.type === 'team' ? { id: owner.id } : null,
     credential: 'service',
     apiKeyId: null,
     isAdmin: false,
