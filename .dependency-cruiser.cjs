@@ -27,6 +27,7 @@ const LAYERS = [
   ['src/jobs'],
   ['src/media'],
   ['src/models'],
+  ['src/secrets'],
   ['src/idempotency'],
   ['src/rate-limits'],
   ['src/auth'],

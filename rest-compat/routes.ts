@@ -4,6 +4,7 @@ import { jobRoutes } from './routes/jobs.routes';
 import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
+import { secretRoutes } from './routes/secrets.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
 import { teamRoutes } from './routes/teams.routes';
 import { tokenRoutes } from './routes/tokens.routes';
@@ -16,6 +17,7 @@ export const restRoutes: RestRoute[] = [
   ...authRoutes,
   ...mediaRoutes,
   ...modelRoutes,
+  ...secretRoutes,
   ...telephonyRoutes,
   ...jobRoutes,
   ...billingRoutes,

@@ -332,7 +332,7 @@ describe('loadConfig', () => {
         matrixServerName: undefined,
         dendriteBin: undefined,
         matterbridgeBin: undefined,
-        bridgeSecretKey: undefined,
+        sealingKey: undefined,
         bridgeLoginMaxFailures: 5,
         bridgeLoginMaxFailuresPerIp: 20,
         bridgeLoginWindowSeconds: 900,
@@ -360,21 +360,38 @@ describe('loadConfig', () => {
     });
 
     it('takes BRIDGE_SECRET_KEY as 32 bytes in hex or base64 and refuses anything else', () => {
-      expect(loadConfig({ BRIDGE_SECRET_KEY: key.toString('hex') }).bridgeSecretKey).toEqual(key);
-      expect(loadConfig({ BRIDGE_SECRET_KEY: key.toString('base64') }).bridgeSecretKey).toEqual(key);
-      expect(loadConfig({ BRIDGE_SECRET_KEY: key.toString('base64url') }).bridgeSecretKey).toEqual(key);
+      expect(loadConfig({ BRIDGE_SECRET_KEY: key.toString('hex') }).sealingKey).toEqual(key);
+      expect(loadConfig({ BRIDGE_SECRET_KEY: key.toString('base64') }).sealingKey).toEqual(key);
+      expect(loadConfig({ BRIDGE_SECRET_KEY: key.toString('base64url') }).sealingKey).toEqual(key);
       for (const bad of ['short', Buffer.alloc(16).toString('hex'), Buffer.alloc(33).toString('base64')])
         expect(() => loadConfig({ BRIDGE_SECRET_KEY: bad })).toThrow(/BRIDGE_SECRET_KEY/);
     });
 
-    it('requires BRIDGE_SECRET_KEY in production only when the bridge role runs', () => {
+    it('requires the sealing key in production only when the bridge role runs', () => {
       expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
-        /BRIDGE_SECRET_KEY: required in production/,
+        /SEALING_KEY \(or BRIDGE_SECRET_KEY\): required in production/,
       );
-      expect(loadConfig({ NODE_ENV: 'production', ROLES: 'api' }).bridgeSecretKey).toBeUndefined();
+      expect(loadConfig({ NODE_ENV: 'production', ROLES: 'api' }).sealingKey).toBeUndefined();
       expect(
-        loadConfig({ NODE_ENV: 'production', BRIDGE_SECRET_KEY: key.toString('hex') }).bridgeSecretKey,
+        loadConfig({ NODE_ENV: 'production', BRIDGE_SECRET_KEY: key.toString('hex') }).sealingKey,
       ).toEqual(key);
+      expect(loadConfig({ NODE_ENV: 'production', SEALING_KEY: key.toString('hex') }).sealingKey).toEqual(
+        key,
+      );
+    });
+
+    it('takes SEALING_KEY as the same key under its general name, and refuses two different keys', () => {
+      expect(loadConfig({ SEALING_KEY: key.toString('base64') }).sealingKey).toEqual(key);
+      expect(
+        loadConfig({ SEALING_KEY: key.toString('hex'), BRIDGE_SECRET_KEY: key.toString('base64') })
+          .sealingKey,
+      ).toEqual(key);
+      expect(() =>
+        loadConfig({
+          SEALING_KEY: key.toString('hex'),
+          BRIDGE_SECRET_KEY: Buffer.alloc(32, 8).toString('hex'),
+        }),
+      ).toThrow(/SEALING_KEY: differs from BRIDGE_SECRET_KEY/);
     });
 
     it('resolves DENDRITE_BIN and MATTERBRIDGE_BIN to executable files', () => {

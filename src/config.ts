@@ -124,8 +124,11 @@ export interface Config {
   matrixServerName: string | undefined;
   dendriteBin: string | undefined;
   matterbridgeBin: string | undefined;
-  /** AES-256-GCM key for secrets the bridge stores; unset outside production: generated under DATA_DIR. */
-  bridgeSecretKey: Buffer | undefined;
+  /**
+   * The service's AES-256-GCM sealing key (SEALING_KEY, or its older name BRIDGE_SECRET_KEY): the
+   * bridge's tokens and owners' secrets. Unset outside production: generated under DATA_DIR.
+   */
+  sealingKey: Buffer | undefined;
   bridgeLoginMaxFailures: number;
   bridgeLoginMaxFailuresPerIp: number;
   bridgeLoginWindowSeconds: number;
@@ -431,9 +434,13 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     p.problems.push(
       `MATRIX_SERVER_NAME: expected a host name with an optional port, got "${matrixServerName}"`,
     );
+  // One key under two names: BRIDGE_SECRET_KEY came first, when only the bridge sealed anything.
   const bridgeSecretKey = p.key32('BRIDGE_SECRET_KEY');
-  if (nodeEnv === 'production' && effectiveRoles.includes('bridge') && !p.raw('BRIDGE_SECRET_KEY'))
-    p.problems.push('BRIDGE_SECRET_KEY: required in production when the bridge role runs');
+  const sealingKey = p.key32('SEALING_KEY') ?? bridgeSecretKey;
+  if (p.raw('SEALING_KEY') && bridgeSecretKey && !sealingKey?.equals(bridgeSecretKey))
+    p.problems.push('SEALING_KEY: differs from BRIDGE_SECRET_KEY, its older name; set one of them');
+  if (nodeEnv === 'production' && effectiveRoles.includes('bridge') && !sealingKey)
+    p.problems.push('SEALING_KEY (or BRIDGE_SECRET_KEY): required in production when the bridge role runs');
 
   const config: Config = {
     nodeEnv,
@@ -534,7 +541,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
       matrixServerName ?? (matrixHomeserverUrl ? new URL(matrixHomeserverUrl).host.toLowerCase() : undefined),
     dendriteBin: p.executable('DENDRITE_BIN'),
     matterbridgeBin: p.executable('MATTERBRIDGE_BIN'),
-    bridgeSecretKey,
+    sealingKey,
     bridgeLoginMaxFailures: p.int('BRIDGE_LOGIN_MAX_FAILURES', 5, 1, 1000),
     bridgeLoginMaxFailuresPerIp: p.int('BRIDGE_LOGIN_MAX_FAILURES_PER_IP', 20, 1, 100000),
     bridgeLoginWindowSeconds: p.int('BRIDGE_LOGIN_WINDOW_SECONDS', 900, 1, 86400),

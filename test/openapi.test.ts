@@ -538,6 +538,25 @@ describe('every documented operation, answered for real', () => {
     );
     for (const action of ['like', 'unlike', 'follow', 'unfollow'])
       await expectStatus(call('patch', `/api/v1/models/${modelId}/${action}`, { auth }), 200);
+    await expectStatus(
+      call('put', `/api/v1/models/${modelId}`, {
+        auth,
+        json: { command: 'echo -n {args}', secrets: ['HF_TOKEN'] },
+      }),
+      200,
+    );
+    const versions = await expectStatus(
+      call('get', `/api/v1/models/${modelId}/versions?limit=1`, { auth }),
+      200,
+    );
+    const [latest] = versions.body as { id: string }[];
+    await expectStatus(call('get', `/api/v1/models/${modelId}/versions/${latest.id}`, { auth }), 200);
+    await expectStatus(call('get', `/api/v1/models/${modelId}/versions/${randomUUID()}`, { auth }), 404);
+    await expectStatus(call('put', '/api/v1/secrets/HF_TOKEN', { auth, json: { value: 'hf_openapi' } }), 200);
+    await expectStatus(call('put', '/api/v1/secrets/HF_TOKEN', { auth, json: { value: 7 } }), 400);
+    await expectStatus(call('get', '/api/v1/secrets', { auth }), 200);
+    await expectStatus(call('delete', '/api/v1/secrets/HF_TOKEN', { auth }), 204);
+    await expectStatus(call('delete', '/api/v1/secrets/HF_TOKEN', { auth }), 404);
 
     const created = await expectStatus(
       call('post', '/api/v1/deployments', {

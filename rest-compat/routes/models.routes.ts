@@ -7,14 +7,17 @@ import {
   DeleteModelDocument,
   FollowModelDocument,
   GetModelDocument,
+  GetModelVersionDocument,
   LikeModelDocument,
   ListModelsDocument,
+  ListModelVersionsDocument,
   UnfollowModelDocument,
   UnlikeModelDocument,
   UpdateModelDocument,
   type CreateModelInput,
   type ModelArgumentInput,
   type RestModelFragment,
+  type RestModelVersionFragment,
   type UpdateModelInput,
 } from '../generated/graphql';
 import { body, listResponse, optionalString, pageVariables, queryString } from '../../src/http/http.rest';
@@ -22,8 +25,10 @@ import { route } from '../route';
 import {
   arrayOf,
   boolean,
+  enumOf,
   goTimeText,
   integer,
+  isoTime,
   mapOf,
   message,
   nullable,
@@ -91,6 +96,15 @@ const definitionSchema = {
   white_icon: icon,
   color_icon: icon,
   example_outputs: arrayOf(url),
+  visibility: {
+    ...enumOf(['public', 'private']),
+    description: 'default `public`; not shown in the legacy record',
+  },
+  shared_with: { ...arrayOf(uuid), description: 'team ids that see and run the model while it is private' },
+  secrets: {
+    ...arrayOf(string),
+    description: "names of the owner's secrets each job gets (docs/secrets.md)",
+  },
   args: mapOf(
     requestBody(
       {
@@ -137,6 +151,35 @@ const modelJson = (m: RestModelFragment) => ({
   updated_at: goTime(m.updatedAt),
 });
 
+/** A version (`/api/v1/models/{id}/versions`): a path of its own, so the legacy record is unchanged. */
+const versionSchema = object({
+  id: uuid,
+  model_id: uuid,
+  sequence: integer,
+  container: string,
+  command: string,
+  machine_type: string,
+  machine_count: integer,
+  timeout_seconds: integer,
+  args: mapOf(argumentSchema),
+  secrets: arrayOf(string),
+  created_at: isoTime,
+});
+
+const versionJson = (v: RestModelVersionFragment) => ({
+  id: v.id,
+  model_id: v.modelId,
+  sequence: v.sequence,
+  container: v.container,
+  command: v.command,
+  machine_type: v.machineType,
+  machine_count: v.machineCount,
+  timeout_seconds: v.timeoutSeconds,
+  args: Object.fromEntries(v.args.map((a) => [a.name, argumentJson(a)])),
+  secrets: v.secrets,
+  created_at: v.createdAt,
+});
+
 /** Legacy body field -> GraphQL input field. `id`, `classification`, `run_count`, `updated_at` are read-only. */
 const FIELDS = {
   name: 'name',
@@ -153,6 +196,9 @@ const FIELDS = {
   white_icon: 'whiteIcon',
   color_icon: 'colorIcon',
   example_outputs: 'exampleOutputs',
+  visibility: 'visibility',
+  shared_with: 'sharedWith',
+  secrets: 'secrets',
 } as const;
 
 /** The JSON type each argument field must have; checked here, where the argument's name is known. */
@@ -285,6 +331,25 @@ export const modelRoutes = [
     document: DeleteModelDocument,
     variables: (req) => ({ id: String(req.params.id) }),
     respond: () => ({ status: 204 }),
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/models/:id/versions',
+    summary: "A model's versions, newest first",
+    paged: true,
+    response: arrayOf(versionSchema),
+    document: ListModelVersionsDocument,
+    variables: (req) => ({ ...pageVariables(req), id: String(req.params.id) }),
+    respond: ({ model }, req) => listResponse(req, model.versions, versionJson),
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/models/:id/versions/:versionId',
+    summary: 'One version of a model',
+    response: versionSchema,
+    document: GetModelVersionDocument,
+    variables: (req) => ({ modelId: String(req.params.id), id: String(req.params.versionId) }),
+    respond: ({ modelVersion }) => ({ status: 200, body: versionJson(modelVersion) }),
   }),
   reaction('like', LikeModelDocument),
   reaction('unlike', UnlikeModelDocument),

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { ownerOf, type Principal } from '../common/principal';
+import { actingAs, ownerOf, type Principal } from '../common/principal';
 import { Model } from '../models/model.entity';
+import { visibleTo } from '../models/model.service';
 import { GB_MONTH, amountOf, integrate, type Span } from './billing.meter';
 import { allocate, parseMicros, type Decimal } from '../common/decimal';
 import { bucketsOf, parsePeriod, type Granularity, type Period } from './billing.period';
@@ -187,8 +188,15 @@ export class BillingService {
       });
     }
     const ids = [...byModel.keys()];
+    // A model since made private by another owner stays nameless here, as a deleted one.
     const models = ids.length
-      ? await this.orm.em.fork().find(Model, { id: { $in: ids } }, { fields: ['id', 'name'] })
+      ? await this.orm.em
+          .fork()
+          .find(
+            Model,
+            { $and: [{ id: { $in: ids } }, visibleTo(actingAs(report.owner))] },
+            { fields: ['id', 'name'] },
+          )
       : [];
     for (const model of models) byModel.get(model.id)!.name = model.name;
     return [...byModel.values()].sort(

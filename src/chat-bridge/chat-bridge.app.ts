@@ -14,7 +14,7 @@ import {
 } from '../http/http.helpers';
 import { cors } from '../http/http.cors';
 import { chatBridgeRoutes } from './chat-bridge.routes';
-import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
+import { loadSealingKey, SecretBox } from '../common/sealing';
 import { ChatBridgeService } from './chat-bridge.service';
 import { SupervisorGroup } from './chat-bridge.supervisor';
 import { LoginThrottle } from './chat-bridge.throttle';
@@ -43,7 +43,7 @@ export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Br
   const service = new ChatBridgeService({
     orm,
     homeserver: createHomeserver(config),
-    secrets: new SecretBox(await loadBridgeSecretKey(config, bridgeLog)),
+    secrets: new SecretBox(await loadSealingKey(config, bridgeLog)),
     throttle: new LoginThrottle(orm, {
       maxPerUser: config.bridgeLoginMaxFailures,
       maxPerIp: config.bridgeLoginMaxFailuresPerIp,

@@ -15,7 +15,7 @@ import {
   validateUsername,
   verifyPassword,
 } from './chat-bridge.credentials';
-import type { SecretBox } from './chat-bridge.secrets';
+import type { SecretBox } from '../common/sealing';
 import type { SupervisedState, SupervisorGroup } from './chat-bridge.supervisor';
 import type { LoginThrottle } from './chat-bridge.throttle';
 import { dendriteArgv, dendriteFiles, generateSigningKey, writeDendriteInstance } from './dendrite.config';

@@ -1,5 +1,5 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
-import type { Principal } from '../common/principal';
+import { requirePrincipal, type Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
 import { JobService } from './job.service';
 import { JobType } from './job.types';
@@ -93,12 +93,15 @@ export class DeploymentResolver {
     );
   }
 
-  @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })
+  @FieldResolver(() => ModelType, {
+    nullable: true,
+    description: 'Null once the model was deleted, or when the viewer may no longer see it (made private).',
+  })
   async model(@Root() deployment: DeploymentType, @Ctx() ctx: RequestContext) {
     const m = await byId(ctx.loaders, 'models.byId', (ids) => this.models.byIds(ids)).load(
       deployment.modelId,
     );
-    return m && ModelType.from(m);
+    return ModelType.seenBy(requirePrincipal(ctx.principal), m);
   }
 
   @FieldResolver(() => MediaAssetType, { nullable: true, description: 'Null once the media was deleted.' })

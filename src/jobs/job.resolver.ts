@@ -152,13 +152,17 @@ export class JobResolver {
     return JobLogLineType.from(line);
   }
 
-  @FieldResolver(() => ModelType, { nullable: true, description: 'Null once the model was deleted.' })
+  @FieldResolver(() => ModelType, {
+    nullable: true,
+    description: 'Null once the model was deleted, or when the viewer may no longer see it (made private).',
+  })
   model(@Root() job: Listed<JobType>, @Ctx() ctx: RequestContext) {
+    const principal = requirePrincipal(ctx.principal);
     const listed = job[LISTED]?.model;
-    if (listed !== undefined) return listed && ModelType.from(listed);
+    if (listed !== undefined) return ModelType.seenBy(principal, listed);
     return this.modelLoader(ctx)
       .load(job.modelId)
-      .then((m) => m && ModelType.from(m));
+      .then((m) => ModelType.seenBy(principal, m));
   }
 
   @FieldResolver(() => DeploymentType)

@@ -5,6 +5,9 @@ import { User } from '../users/user.entity';
 
 export type ModelArgumentKind = 'int' | 'float' | 'string' | 'file' | 'array';
 
+/** `public`: every principal reads it; `private`: its owner and the teams it is shared with. */
+export type ModelVisibility = 'public' | 'private';
+
 /** One argument a deployment passes to the model's command; stored in the model's `args` list. */
 export interface ModelArgument {
   name: string;
@@ -24,7 +27,9 @@ export interface ModelArgument {
 
 /**
  * A catalogue entry: a container and a command template that deployments run. Everybody reads
- * the catalogue; only the owner changes a model. Built-in models have no owner and are read-only.
+ * public models, a private one only its owner and the teams it is shared with; only the owner
+ * changes a model. Built-in models have no owner and are read-only. What runs is also kept, per
+ * change, as an immutable ModelVersion.
  */
 @Entity({ tableName: 'models' })
 @Index({ properties: ['ownerType', 'ownerId'] })
@@ -95,11 +100,65 @@ export class Model {
   @Property({ type: 'boolean', default: false })
   builtin: Opt<boolean> = false;
 
+  @Property({ type: 'text', default: 'public' })
+  visibility: Opt<ModelVisibility> = 'public';
+
+  /** Teams that see and run a private model (never change it). */
+  @Property({ type: ArrayType, default: '{}' })
+  sharedWith: Opt<string[]> = [];
+
+  /** Names of the owner's secrets a job of this model gets (secrets module). */
+  @Property({ type: ArrayType, default: '{}' })
+  secrets: Opt<string[]> = [];
+
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();
 
   @Property({ type: 'datetime', onUpdate: () => new Date() })
   updatedAt: Opt<Date> = new Date();
+}
+
+/**
+ * What one version of a model runs, as it was when it was made: written when a model is created
+ * and whenever a change alters what runs, never changed afterwards, and kept when the model is
+ * deleted (jobs refer to it). `sequence` counts a model's versions from 1.
+ */
+@Entity({ tableName: 'model_versions' })
+@Unique({ properties: ['modelId', 'sequence'] })
+export class ModelVersion {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  /** Not a foreign key: the version outlives its model. */
+  @Property({ type: 'uuid' })
+  modelId!: string;
+
+  @Property({ type: 'integer' })
+  sequence!: number;
+
+  @Property({ type: 'text' })
+  container!: string;
+
+  @Property({ type: 'text' })
+  command!: string;
+
+  @Property({ type: 'text' })
+  machineType!: string;
+
+  @Property({ type: 'integer' })
+  machineCount!: number;
+
+  @Property({ type: 'integer' })
+  timeoutSeconds!: number;
+
+  @Property({ type: 'json' })
+  args!: ModelArgument[];
+
+  @Property({ type: ArrayType })
+  secrets!: string[];
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
 }
 
 /** A user's like or follow of a model: at most one of each per user and model. */

@@ -4,11 +4,14 @@ import { encodeCursor, mapPage } from '../common/pagination';
 import type { RequestContext } from '../graphql/graphql.context';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
 import { mayChange, type ModelService, type ReactionKind, type ReactionStats } from './model.service';
+import type { ModelVersion } from './model.entity';
 import {
   CreateModelInput,
   ModelConnection,
   ModelFilterInput,
   ModelType,
+  ModelVersionConnection,
+  ModelVersionType,
   UpdateModelInput,
 } from './model.types';
 
@@ -16,7 +19,9 @@ import {
 export class ModelResolver {
   constructor(private readonly service: ModelService) {}
 
-  @Query(() => ModelConnection, { description: 'The catalogue, newest first. Every principal sees it all.' })
+  @Query(() => ModelConnection, {
+    description: 'The catalogue, newest first: public models and the private ones the principal may see.',
+  })
   async models(
     @CurrentPrincipal() principal: Principal,
     @Arg('filter', () => ModelFilterInput, { nullable: true }) filter?: ModelFilterInput,
@@ -33,6 +38,15 @@ export class ModelResolver {
   @Query(() => ModelType)
   async model(@CurrentPrincipal() principal: Principal, @Arg('id', () => ID) id: string) {
     return ModelType.from(await this.service.get(principal, id));
+  }
+
+  @Query(() => ModelVersionType, { description: 'One version of a model (NOT_FOUND for another model).' })
+  async modelVersion(
+    @CurrentPrincipal() principal: Principal,
+    @Arg('modelId', () => ID) modelId: string,
+    @Arg('id', () => ID) id: string,
+  ) {
+    return ModelVersionType.from(await this.service.version(principal, modelId, id));
   }
 
   @Query(() => ModelConnection, { description: "Models the viewer's user likes, latest like first." })
@@ -117,6 +131,36 @@ export class ModelResolver {
   @FieldResolver(() => Boolean, { description: 'Whether the viewer may update and delete the model.' })
   viewerCanEdit(@Root() model: ModelType, @CurrentPrincipal() principal: Principal) {
     return mayChange(principal, model);
+  }
+
+  @FieldResolver(() => [ID], {
+    nullable: true,
+    description:
+      'Teams that see and run the model while it is private; null unless the viewer may change it.',
+  })
+  sharedWith(@Root() model: ModelType, @CurrentPrincipal() principal: Principal) {
+    return mayChange(principal, model) ? model.sharedWith : null;
+  }
+
+  @FieldResolver(() => ModelVersionConnection, { description: 'Its versions, newest first.' })
+  async versions(
+    @Root() model: ModelType,
+    @CurrentPrincipal() principal: Principal,
+    @Arg('first', () => Int, { nullable: true }) first?: number,
+    @Arg('after', () => String, { nullable: true }) after?: string,
+  ) {
+    const page = await this.service.versions(principal, model.id, { first, after });
+    return toConnection(page, ModelVersionType.from, (v) => String(v.sequence));
+  }
+
+  @FieldResolver(() => ModelVersionType, { description: 'What a deployment of the model runs now.' })
+  async latestVersion(@Root() model: ModelType, @Ctx() ctx: RequestContext) {
+    const version = await ctx.loaders
+      .get<string, ModelVersion | null>('models.latestVersion', (ids) => this.service.latestVersions(ids))
+      .load(model.id);
+    // Every model has one (made with it, or by the migration for older ones).
+    if (!version) throw new Error(`model ${model.id} has no version`);
+    return ModelVersionType.from(version);
   }
 
   /** Counts and viewer flags of all models in the answer, batched into one query per kind. */

@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Model } from './model.entity';
 import { checkDefinition, type ModelDefinitionInput } from './model.validation';
+import { recordVersion } from './model.version';
 
 const DEMO = { container: 'builtin/media-demo', machineType: 'cpu', machineCount: 1 };
 
@@ -75,8 +76,8 @@ export const BUILTIN_MODELS: (ModelDefinitionInput & { id: string })[] = [
 
 /**
  * Installs the built-in models, run at every start after the migrations. Idempotent: inserts
- * the missing ones (racing processes are fine), brings changed definitions up to date and never
- * touches run counts.
+ * the missing ones (racing processes are fine), brings changed definitions up to date (a change
+ * to what runs makes a new version, as for any model) and never touches run counts.
  */
 export async function seedBuiltinModels(orm: MikroORM): Promise<void> {
   const em = orm.em.fork();
@@ -101,4 +102,6 @@ export async function seedBuiltinModels(orm: MikroORM): Promise<void> {
         .execute();
   }
   await em.flush();
+  // Version 1 of a new built-in model, a new version of one whose running definition changed.
+  for (const { id } of wanted) await recordVersion(em, id);
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ForeignKeyConstraintViolationException,
+  LockMode,
   UniqueConstraintViolationException,
   raw,
   type FilterQuery,
@@ -13,11 +14,13 @@ import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
 import { raw as rawSql, type StatementPart } from '../db/sql';
-import { findPage, type Page, type PageArgs } from '../common/pagination';
+import { findPage, pageSize, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
 import { readByIds } from '../db/rows';
-import { Model, ModelFollow, ModelLike, type ModelReaction } from './model.entity';
+import { Team } from '../teams/team.entity';
+import { Model, ModelFollow, ModelLike, ModelVersion, type ModelReaction } from './model.entity';
 import { checkDefinition, type ModelDefinitionInput } from './model.validation';
+import { recordVersion } from './model.version';
 
 export type ReactionKind = 'like' | 'follow';
 
@@ -36,15 +39,37 @@ export interface ReactionStats {
 
 const reactionEntity = (kind: ReactionKind) => (kind === 'like' ? ModelLike : ModelFollow);
 
+type Access = Pick<Model, 'builtin' | 'ownerType' | 'ownerId' | 'visibility' | 'sharedWith'>;
+
+/** Whether the principal acts as the model's owner (built-in models have none). */
+function isOwner(principal: Principal, model: Pick<Model, 'ownerType' | 'ownerId'>): boolean {
+  if (!model.ownerType || !model.ownerId) return false;
+  return isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal);
+}
+
 /** Who may change a model: its owner only. Built-in models belong to the service. */
 export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | 'ownerType' | 'ownerId'>) {
-  if (model.builtin || !model.ownerType || !model.ownerId) return false;
+  if (model.builtin || !isOwner(principal, model)) return false;
   // A team's models are changed by its admins and owners (the role matrix, src/teams/team.roles.ts).
-  const role = principal.teamRole ?? 'viewer';
-  return (
-    isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal) &&
-    (!principal.team || roleAllows(role, 'manage'))
-  );
+  return !principal.team || roleAllows(principal.teamRole ?? 'viewer', 'manage');
+}
+
+/**
+ * Who sees a model: a public one every principal; a private one its owner (for a team's model,
+ * every member acting for the team, viewers too) and the principals acting for a team it is shared
+ * with. Everybody else gets 404, as if it did not exist.
+ */
+export function maySee(principal: Principal, model: Access): boolean {
+  if (model.visibility !== 'private') return true;
+  if (isOwner(principal, model)) return true;
+  return !!principal.team && model.sharedWith.includes(principal.team.id);
+}
+
+/** maySee as a query condition on models. */
+export function visibleTo(principal: Principal): FilterQuery<Model> {
+  const visible: FilterQuery<Model>[] = [{ visibility: 'public' }, ownedBy(principal)];
+  if (principal.team) visible.push({ sharedWith: { $contains: [principal.team.id] } });
+  return { $or: visible };
 }
 
 /** Counts one deployment of a model on its own (tests; deployments compose runCountPart). */
@@ -70,7 +95,14 @@ export function runCountPart(made: { jobs: string }): StatementPart {
   };
 }
 
-/** The model catalogue: every principal reads it; only a model's owner changes it. */
+/** A page of a model's versions, newest first; the cursor is a sequence number. */
+export interface VersionPage {
+  items: ModelVersion[];
+  endCursor: string | null;
+  hasNextPage: boolean;
+}
+
+/** The model catalogue: principals read the models they may see; only a model's owner changes it. */
 export class ModelService {
   constructor(
     private readonly orm: MikroORM,
@@ -86,37 +118,44 @@ export class ModelService {
       throw AppError.validation({ id: 'must be a UUID' });
     const definition = checkDefinition(input, undefined, { machineTypes: this.machineTypes });
     const em = this.orm.em.fork();
-    const model = em.create(Model, {
-      ...definition,
-      ...(input.id ? { id: input.id.toLowerCase() } : {}),
-      ...ownedBy(principal),
-    });
-    this.audit?.recordForTeam(em, principal, {
-      action: 'model.created',
-      targetType: 'model',
-      targetId: model.id,
-    });
+    await this.assertTeams(em, definition.sharedWith);
     try {
-      await em.flush();
+      return await em.transactional(async (tx) => {
+        const model = tx.create(Model, {
+          ...definition,
+          ...(input.id ? { id: input.id.toLowerCase() } : {}),
+          ...ownedBy(principal),
+        });
+        this.audit?.recordForTeam(tx, principal, {
+          action: 'model.created',
+          targetType: 'model',
+          targetId: model.id,
+        });
+        await tx.flush();
+        await recordVersion(tx, model.id);
+        return model;
+      });
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException)
         throw new AppError('CONFLICT', 'a model with this id exists already');
       throw err;
     }
-    return model;
   }
 
   /**
    * Any model by id, or 404, as a plain read-only row: the deployments module reads one per
    * deployment, and the ORM's hydration cost more than the query.
    */
-  async get(_principal: Principal, id: string): Promise<Model> {
+  async get(principal: Principal, id: string): Promise<Model> {
     const [model] = await readByIds(this.orm, Model, [id.toLowerCase()]);
-    if (!model) throw AppError.notFound('model');
+    if (!model || !maySee(principal, model)) throw AppError.notFound('model');
     return model;
   }
 
-  /** Models by id (for DataLoaders), as plain read-only rows; deleted ones are simply absent. */
+  /**
+   * Models by id (for DataLoaders), as plain read-only rows; deleted ones are simply absent. Whoever
+   * shows one to a principal checks maySee first (ModelType.seenBy).
+   */
   async byIds(ids: readonly string[]): Promise<Model[]> {
     return readByIds(this.orm, Model, ids);
   }
@@ -126,26 +165,33 @@ export class ModelService {
     const where: FilterQuery<Model>[] = [];
     const tags = normaliseTags(filter.tags);
     if (tags.length) where.push({ tags: { $overlap: tags } });
-    if (filter.mine) where.push(ownedBy(principal));
-    return findPage(this.orm.em.fork(), Model, where.length ? { $and: where } : {}, args);
+    where.push(filter.mine ? ownedBy(principal) : visibleTo(principal));
+    return findPage(this.orm.em.fork(), Model, { $and: where }, args);
   }
 
+  /** Changes the given fields; a change to what runs makes a new version, in the same transaction. */
   async update(principal: Principal, id: string, input: ModelDefinitionInput): Promise<Model> {
-    const em = this.orm.em.fork();
-    const model = this.assertChangeable(principal, await this.find(em, id));
-    em.assign(model, checkDefinition(input, model, { machineTypes: this.machineTypes }));
-    this.audit?.recordForTeam(em, principal, {
-      action: 'model.updated',
-      targetType: 'model',
-      targetId: model.id,
+    return this.orm.em.fork().transactional(async (em) => {
+      // Locked, so concurrent updates number their versions one after the other.
+      const model = this.assertChangeable(principal, await this.find(em, principal, id, true));
+      const definition = checkDefinition(input, model, { machineTypes: this.machineTypes });
+      if (input.sharedWith !== undefined) await this.assertTeams(em, definition.sharedWith);
+      em.assign(model, definition);
+      this.audit?.recordForTeam(em, principal, {
+        action: 'model.updated',
+        targetType: 'model',
+        targetId: model.id,
+      });
+      await em.flush();
+      await recordVersion(em, model.id);
+      return model;
     });
-    await em.flush();
-    return model;
   }
 
+  /** Deletes the model with its likes and follows; its versions stay, for the jobs that ran them. */
   async delete(principal: Principal, id: string): Promise<string> {
     const em = this.orm.em.fork();
-    const model = this.assertChangeable(principal, await this.find(em, id));
+    const model = this.assertChangeable(principal, await this.find(em, principal, id));
     // Likes and follows go with it (ON DELETE CASCADE).
     await em.transactional(async (tx) => {
       await tx.nativeDelete(Model, { id: model.id });
@@ -161,7 +207,7 @@ export class ModelService {
   /** Likes or follows (`on`) or takes it back; idempotent. Reactions belong to the principal's user. */
   async react(principal: Principal, id: string, kind: ReactionKind, on: boolean): Promise<Model> {
     const em = this.orm.em.fork();
-    const model = await this.find(em, id);
+    const model = await this.find(em, principal, id);
     const entity = reactionEntity(kind);
     const user = principal.user.id;
     if (!on) {
@@ -183,11 +229,62 @@ export class ModelService {
     return model;
   }
 
-  /** The models the principal's user likes or follows, most recent reaction first. */
+  /**
+   * The models the principal's user likes or follows, most recent reaction first; those the
+   * principal may not see (since made private, or another principal's) are left out.
+   */
   async reacted(principal: Principal, kind: ReactionKind, args: PageArgs): Promise<Page<ModelReaction>> {
-    return findPage(this.orm.em.fork(), reactionEntity(kind), { user: principal.user.id }, args, {
-      populate: ['model'],
-    });
+    return findPage(
+      this.orm.em.fork(),
+      reactionEntity(kind),
+      { user: principal.user.id, model: visibleTo(principal) },
+      args,
+      { populate: ['model'] },
+    );
+  }
+
+  /** A model's versions, newest first (404 for a model the principal does not see). */
+  async versions(principal: Principal, modelId: string, args: PageArgs): Promise<VersionPage> {
+    const model = await this.get(principal, modelId);
+    const limit = pageSize(args.first);
+    const after = args.after === undefined || args.after === null ? null : Number(args.after);
+    if (after !== null && !(Number.isInteger(after) && after > 0))
+      throw AppError.validation({ cursor: 'is not a cursor this service issued' });
+    const rows = await this.orm.em
+      .fork()
+      .find(
+        ModelVersion,
+        { modelId: model.id, ...(after === null ? {} : { sequence: { $lt: after } }) },
+        { orderBy: { sequence: 'desc' }, limit: limit + 1 },
+      );
+    const items = rows.slice(0, limit);
+    return {
+      items,
+      hasNextPage: rows.length > limit,
+      endCursor: items.length ? String(items[items.length - 1].sequence) : null,
+    };
+  }
+
+  /** One version of a model (404 for another model's version, or a model the principal does not see). */
+  async version(principal: Principal, modelId: string, versionId: string): Promise<ModelVersion> {
+    const model = await this.get(principal, modelId);
+    const version = isUuid(versionId)
+      ? await this.orm.em.fork().findOne(ModelVersion, { id: versionId.toLowerCase(), modelId: model.id })
+      : null;
+    if (!version) throw AppError.notFound('model version');
+    return version;
+  }
+
+  /** The latest version of each model (a DataLoader batch); null where a model has none. */
+  async latestVersions(modelIds: readonly string[]): Promise<(ModelVersion | null)[]> {
+    const rows = await this.orm.em
+      .fork()
+      .createQueryBuilder(ModelVersion, 'v')
+      .where({ modelId: { $in: [...modelIds] } })
+      .andWhere('v.sequence = (select max(w.sequence) from model_versions w where w.model_id = v.model_id)')
+      .getResultList();
+    const byModel = new Map(rows.map((v) => [v.modelId, v]));
+    return modelIds.map((id) => byModel.get(id) ?? null);
   }
 
   /** One query for a whole list of models (a DataLoader batch). */
@@ -214,13 +311,28 @@ export class ModelService {
     });
   }
 
-  private async find(em: EntityManager, id: string): Promise<Model> {
-    const model = isUuid(id) ? await em.findOne(Model, { id: id.toLowerCase() }) : null;
-    if (!model) throw AppError.notFound('model');
+  /** A model the principal sees, or 404; `lock`: held until the transaction ends. */
+  private async find(em: EntityManager, principal: Principal, id: string, lock = false): Promise<Model> {
+    const model = isUuid(id)
+      ? await em.findOne(
+          Model,
+          { id: id.toLowerCase() },
+          lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
+        )
+      : null;
+    if (!model || !maySee(principal, model)) throw AppError.notFound('model');
     return model;
   }
 
-  /** Everybody sees every model, so a model one may not change is 403, not 404. */
+  /** Teams a model is shared with must exist. */
+  private async assertTeams(em: EntityManager, ids: string[]): Promise<void> {
+    if (!ids.length) return;
+    const found = new Set((await em.find(Team, { id: { $in: ids } }, { fields: ['id'] })).map((t) => t.id));
+    const unknown = ids.find((id) => !found.has(id));
+    if (unknown) throw AppError.validation({ sharedWith: `${unknown} is not a team` });
+  }
+
+  /** A model one sees but may not change is 403 (a shared team's, a public one's); one not seen was 404. */
   private assertChangeable(principal: Principal, model: Model): Model {
     if (model.builtin)
       throw new AppError('FORBIDDEN', 'built-in models belong to the service and cannot be changed');

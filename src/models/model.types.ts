@@ -1,7 +1,8 @@
 import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import type { OwnerType } from '../common/principal';
+import type { OwnerType, Principal } from '../common/principal';
 import { Connection } from '../graphql/graphql.helpers';
-import type { Model, ModelArgument } from './model.entity';
+import type { Model, ModelArgument, ModelVersion, ModelVisibility } from './model.entity';
+import { maySee } from './model.service';
 import { classificationOf } from './model.validation';
 
 @ObjectType('ModelArgument', { description: 'One argument a deployment of the model passes.' })
@@ -102,21 +103,42 @@ export class ModelType {
   @Field(() => Boolean, { description: 'Shipped with the service; read-only.' })
   builtin!: boolean;
 
+  @Field(() => String, {
+    description: '`public`: every principal sees it; `private`: its owner and the teams it is shared with.',
+  })
+  visibility!: ModelVisibility;
+
+  @Field(() => [String], {
+    description: "Names of the owner's secrets each job of the model gets (docs/secrets.md).",
+  })
+  secrets!: string[];
+
   @Field(() => Date)
   createdAt!: Date;
 
   @Field(() => Date)
   updatedAt!: Date;
 
-  /** Not fields: the resolver uses them to answer `viewerCanEdit`. */
+  /** Not fields: the resolver uses them to answer `viewerCanEdit` and `sharedWith` (editors only). */
   ownerType!: OwnerType | null;
   ownerId!: string | null;
+  sharedWith!: string[];
 
   /** The Model properties the given fields are made of (a field not named so: a property of its name). */
   static propsOf(fields: Iterable<string>): string[] {
-    return [...fields].flatMap((f) =>
+    const props = [...fields].flatMap((f) =>
       f === '__typename' ? [] : f === 'classification' ? ['machineType'] : [f],
     );
+    // Whether the viewer may see the model at all is decided on these (seenBy).
+    return props.length ? [...props, 'visibility', 'ownerType', 'ownerId', 'sharedWith', 'builtin'] : props;
+  }
+
+  /**
+   * The model as the principal may see it, or null: a job or deployment names its model by id,
+   * and a model since made private (or no longer shared) must not show through it.
+   */
+  static seenBy(principal: Principal, m: Model | null | undefined): ModelType | null {
+    return m && maySee(principal, m) ? ModelType.from(m) : null;
   }
 
   static from(m: Model): ModelType {
@@ -140,6 +162,9 @@ export class ModelType {
       classification: classificationOf(m.machineType),
       runCount: m.runCount,
       builtin: m.builtin,
+      visibility: m.visibility,
+      secrets: m.secrets,
+      sharedWith: m.sharedWith,
       createdAt: m.createdAt,
       updatedAt: m.updatedAt,
       ownerType: m.ownerType,
@@ -149,6 +174,63 @@ export class ModelType {
 }
 
 export const ModelConnection = Connection(ModelType, 'Model');
+
+@ObjectType('ModelVersion', {
+  description:
+    'What one version of a model runs, as it was made: immutable, and kept after the model is deleted for the jobs that ran it.',
+})
+export class ModelVersionType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => ID)
+  modelId!: string;
+
+  @Field(() => Int, { description: "1 for the model's first version, then one more per version." })
+  sequence!: number;
+
+  @Field(() => String)
+  container!: string;
+
+  @Field(() => String)
+  command!: string;
+
+  @Field(() => String)
+  machineType!: string;
+
+  @Field(() => Int)
+  machineCount!: number;
+
+  @Field(() => Int)
+  timeoutSeconds!: number;
+
+  @Field(() => [ModelArgumentType])
+  args!: ModelArgument[];
+
+  @Field(() => [String], { description: 'Names of the secrets its jobs get.' })
+  secrets!: string[];
+
+  @Field(() => Date)
+  createdAt!: Date;
+
+  static from(v: ModelVersion): ModelVersionType {
+    return {
+      id: v.id,
+      modelId: v.modelId,
+      sequence: v.sequence,
+      container: v.container,
+      command: v.command,
+      machineType: v.machineType,
+      machineCount: v.machineCount,
+      timeoutSeconds: v.timeoutSeconds,
+      args: v.args,
+      secrets: v.secrets,
+      createdAt: v.createdAt,
+    } satisfies ModelVersionType;
+  }
+}
+
+export const ModelVersionConnection = Connection(ModelVersionType, 'ModelVersion');
 
 @InputType()
 export class ModelArgumentInput {
@@ -221,6 +303,21 @@ abstract class ModelDefinitionFields {
 
   @Field(() => [String], { nullable: true })
   exampleOutputs?: string[] | null;
+
+  @Field(() => String, { nullable: true, description: '`public` (default) or `private`.' })
+  visibility?: string | null;
+
+  @Field(() => [ID], {
+    nullable: true,
+    description: 'Teams that see and run the model while it is private (never change it).',
+  })
+  sharedWith?: string[] | null;
+
+  @Field(() => [String], {
+    nullable: true,
+    description: "Names of the owner's secrets each job gets, as environment variable names.",
+  })
+  secrets?: string[] | null;
 }
 
 @InputType()

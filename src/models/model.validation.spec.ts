@@ -36,6 +36,9 @@ describe('checkDefinition', () => {
       whiteIcon: null,
       colorIcon: null,
       exampleOutputs: [],
+      visibility: 'public',
+      sharedWith: [],
+      secrets: [],
       args: [
         {
           name: 'text',
@@ -171,6 +174,52 @@ describe('machine types', () => {
 
   it('are any name without a file', () => {
     expect(checkDefinition(input).machineType).toBe('h100');
+  });
+});
+
+describe('visibility, sharing and secrets', () => {
+  const team = '6f1c2a9e-8d2b-4f5a-9c3e-1a2b3c4d5e6f';
+
+  it('takes public or private, a list of team ids and a list of secret names', () => {
+    const d = checkDefinition({
+      ...minimal,
+      visibility: 'private',
+      sharedWith: [team.toUpperCase(), team],
+      secrets: ['HF_TOKEN', 'licence_key'],
+    });
+    expect(d).toMatchObject({
+      visibility: 'private',
+      sharedWith: [team],
+      secrets: ['HF_TOKEN', 'licence_key'],
+    });
+    // null resets to the defaults, absent keeps.
+    expect(checkDefinition({ visibility: null, secrets: null }, d)).toMatchObject({
+      visibility: 'public',
+      sharedWith: [team],
+      secrets: [],
+    });
+  });
+
+  it('refuses other visibilities, ids that are not UUIDs and names that are not usable environment variables', () => {
+    expect(() =>
+      checkDefinition({
+        ...minimal,
+        visibility: 'secret',
+        sharedWith: ['team-a'],
+        secrets: ['HF_TOKEN', 'HF_TOKEN', '1ABC', 'PATH', 'KEY_FILE'],
+      }),
+    ).toThrow(
+      expect.objectContaining({
+        details: {
+          visibility: 'must be one of public, private',
+          'sharedWith[0]': 'must be a team id (a UUID)',
+          'secrets[1]': 'is named twice',
+          'secrets[2]': expect.stringMatching(/environment variable name/),
+          'secrets[3]': 'PATH is set by the service for every job',
+          'secrets[4]': expect.stringMatching(/_FILE/),
+        },
+      }),
+    );
   });
 });
 

@@ -1,8 +1,10 @@
 import { splitWords } from './model.command';
 import { AppError, type ErrorDetails } from '../common/errors';
 import { MACHINE_TYPE_NAME, type MachineTypes } from '../common/machine-types';
+import { isUuid } from '../common/ids';
 import { normaliseTags } from '../common/tags';
-import type { Model, ModelArgument, ModelArgumentKind } from './model.entity';
+import { secretNameProblem } from '../secrets/secret.names';
+import type { Model, ModelArgument, ModelArgumentKind, ModelVisibility } from './model.entity';
 
 /** The fields of a model its owner defines; everything else is the service's. */
 export type ModelDefinition = Pick<
@@ -22,6 +24,9 @@ export type ModelDefinition = Pick<
   | 'exampleOutputs'
   | 'timeoutSeconds'
   | 'maxRetries'
+  | 'visibility'
+  | 'sharedWith'
+  | 'secrets'
 >;
 
 export interface ModelArgumentInput {
@@ -42,9 +47,10 @@ export interface ModelArgumentInput {
  * absent fields keep their value and `null` resets a field to its default.
  */
 export type ModelDefinitionInput = {
-  [K in Exclude<keyof ModelDefinition, 'args'>]?: ModelDefinition[K] | null;
-} & { args?: ModelArgumentInput[] | null };
+  [K in Exclude<keyof ModelDefinition, 'args' | 'visibility'>]?: ModelDefinition[K] | null;
+} & { args?: ModelArgumentInput[] | null; visibility?: string | null };
 
+export const VISIBILITIES: readonly ModelVisibility[] = ['public', 'private'];
 export const ARGUMENT_KINDS: readonly ModelArgumentKind[] = ['int', 'float', 'string', 'file', 'array'];
 /** Machine types every executor understands; others are passed through to the cluster manager. */
 export const KNOWN_MACHINE_TYPES = ['cpu', 'gpu'] as const;
@@ -66,6 +72,8 @@ export const LIMITS = {
   machineCount: 64,
   timeoutSeconds: 86_400,
   maxRetries: 10,
+  sharedWith: 50,
+  secrets: 32,
 } as const;
 
 const DEFAULTS: Omit<ModelDefinition, 'name' | 'container' | 'args'> = {
@@ -81,6 +89,9 @@ const DEFAULTS: Omit<ModelDefinition, 'name' | 'container' | 'args'> = {
   exampleOutputs: [],
   timeoutSeconds: 3600,
   maxRetries: 0,
+  visibility: 'public',
+  sharedWith: [],
+  secrets: [],
 };
 
 const ARGUMENT_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
@@ -217,6 +228,28 @@ function checkArguments(c: Checker, input: ModelArgumentInput[]): ModelArgument[
   return args;
 }
 
+/** Team ids, lower-cased and without repeats; whether the teams exist is the service's to check. */
+function checkTeams(c: Checker, ids: unknown[]): string[] {
+  if (ids.length > LIMITS.sharedWith) c.fail('sharedWith', `at most ${LIMITS.sharedWith} teams`);
+  ids.forEach((id, i) => {
+    if (!isUuid(id)) c.fail(`sharedWith[${i}]`, 'must be a team id (a UUID)');
+  });
+  return [...new Set(ids.filter(isUuid).map((id) => id.toLowerCase()))];
+}
+
+/** Names of the owner's secrets the model's jobs get, in the order given. */
+function checkSecretNames(c: Checker, names: unknown[]): string[] {
+  if (names.length > LIMITS.secrets) c.fail('secrets', `at most ${LIMITS.secrets} secrets`);
+  const seen = new Set<string>();
+  names.forEach((name, i) => {
+    const problem = secretNameProblem(name);
+    if (problem) c.fail(`secrets[${i}]`, problem);
+    else if (seen.has(name as string)) c.fail(`secrets[${i}]`, 'is named twice');
+    seen.add(name as string);
+  });
+  return [...seen];
+}
+
 /** What a definition is checked against besides its own fields. */
 export interface DefinitionRules {
   /** MACHINE_TYPES_FILE's machine types: a model must name one of them. Null: any name. */
@@ -292,6 +325,13 @@ export function checkDefinition(
       c.fail('exampleOutputs', `at most ${LIMITS.exampleOutputs} URLs`);
     out.exampleOutputs = list.map((u, i) => c.url(`exampleOutputs[${i}]`, u) ?? '');
   }
+  if (given('visibility')) {
+    const v = (input.visibility ?? DEFAULTS.visibility) as ModelVisibility;
+    if (!VISIBILITIES.includes(v)) c.fail('visibility', `must be one of ${VISIBILITIES.join(', ')}`);
+    else out.visibility = v;
+  }
+  if (given('sharedWith')) out.sharedWith = checkTeams(c, input.sharedWith ?? []);
+  if (given('secrets')) out.secrets = checkSecretNames(c, input.secrets ?? []);
   if (Object.keys(c.errors).length) throw AppError.validation(c.errors);
   return out;
 }

@@ -1,5 +1,6 @@
 import { ApiKey } from '../auth/api-key.entity';
-import { Model, ModelFollow, ModelLike } from '../models/model.entity';
+import { Model, ModelFollow, ModelLike, ModelVersion } from '../models/model.entity';
+import { Secret } from '../secrets/secret.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
 import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
 import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from '../chat-bridge/chat-bridge.entity';
@@ -51,4 +52,7 @@ export const entities = [
   WebhookDelivery,
   WebhookAttempt,
   IdempotencyKey,
+  // issue 32: models as products
+  ModelVersion,
+  Secret,
 ];

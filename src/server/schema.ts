@@ -10,6 +10,7 @@ import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
+import { SecretResolver } from '../secrets/secret.resolver';
 import { AppError } from '../common/errors';
 import { DateTimeISO } from '../graphql/graphql.scalars';
 import type { Services } from './services';
@@ -27,6 +28,7 @@ function resolverInstances(s: Services) {
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
     new BillingResolver(s.billing),
     new WebhookResolver(s.webhooks),
+    new SecretResolver(s.secrets),
   ];
 }
 
@@ -41,6 +43,7 @@ const resolverClasses = [
   JobResolver,
   BillingResolver,
   WebhookResolver,
+  SecretResolver,
 ] as const;
 
 /**

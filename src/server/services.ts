@@ -25,6 +25,9 @@ import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService, runCountPart } from '../models/model.service';
+import { SecretService } from '../secrets/secret.service';
+import { loadSealingKey, SecretBox } from '../common/sealing';
+import { AppError } from '../common/errors';
 import { AuditLog } from '../teams/audit.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator.factory';
@@ -99,6 +102,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     audit,
   );
   const models = new ModelService(orm, config.machineTypes, audit);
+  const secrets = new SecretService(orm, sealingBox(config, log), audit);
   const telephony = new TelephonyService(
     orm,
     config,
@@ -153,6 +157,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     login,
     media,
     models,
+    secrets,
     telephony,
     jobs,
     deployments,
@@ -168,3 +173,20 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/**
+ * The sealing box of owners' secrets, made on first use. In production a key generated per host
+ * would seal what another host cannot open, so there SEALING_KEY (or BRIDGE_SECRET_KEY) is needed
+ * and the secrets answer 503 without it (docs/secrets.md).
+ */
+function sealingBox(config: Config, log: Logger): () => Promise<SecretBox> {
+  let box: Promise<SecretBox> | undefined;
+  return () => {
+    if (config.nodeEnv === 'production' && !config.sealingKey)
+      return Promise.reject(
+        new AppError('UNAVAILABLE', 'secrets are unavailable: the service has no SEALING_KEY configured'),
+      );
+    box ??= loadSealingKey(config, log).then((key) => new SecretBox(key));
+    return box;
+  };
+}

@@ -1,17 +1,17 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../config';
-import type { Logger } from '../common/logger';
+import type { Logger } from './logger';
 
 /**
- * AES-256-GCM for the secrets the bridge must be able to read back (platform tokens, Matrix access
- * tokens). Each value is bound to where it belongs (`context`, the additional authenticated data),
- * so a sealed value copied into another row does not open.
+ * AES-256-GCM for the secrets the service must be able to read back (the chat bridge's platform
+ * and Matrix tokens, owners' secrets for their jobs). Each value is bound to where it belongs
+ * (`context`, the additional authenticated data), so a sealed value copied into another row does
+ * not open.
  */
 export class SecretBox {
   constructor(private readonly key: Buffer) {
-    if (key.length !== 32) throw new Error('the secret key must be 32 bytes');
+    if (key.length !== 32) throw new Error('the sealing key must be 32 bytes');
   }
 
   /** `v1.<iv>.<tag>.<ciphertext>`, base64url. */
@@ -35,18 +35,27 @@ export class SecretBox {
         decipher.final(),
       ]).toString('utf8');
     } catch {
-      throw new Error('a sealed secret does not open: was BRIDGE_SECRET_KEY changed?');
+      throw new Error('a sealed secret does not open: was SEALING_KEY (or BRIDGE_SECRET_KEY) changed?');
     }
   }
 }
 
+/** What the sealing key comes from (a subset of Config). */
+export interface SealingKeySource {
+  /** SEALING_KEY, or its older name BRIDGE_SECRET_KEY. */
+  sealingKey: Buffer | undefined;
+  dataDir: string;
+}
+
 /**
- * BRIDGE_SECRET_KEY, or outside production (config refuses production without it) a key
- * generated once under DATA_DIR with 0600 permissions.
+ * The service's sealing key: SEALING_KEY (or BRIDGE_SECRET_KEY), or else a key generated once under
+ * DATA_DIR with 0600 permissions. The file keeps the path the chat bridge gave it first, so a
+ * development install's sealed tokens still open. Callers decide whether a generated key will do
+ * (the bridge's config refuses production without one; the secrets service does too).
  */
-export async function loadBridgeSecretKey(config: Config, log: Logger): Promise<Buffer> {
-  if (config.bridgeSecretKey) return config.bridgeSecretKey;
-  const dir = path.join(config.dataDir, 'chat-bridge');
+export async function loadSealingKey(source: SealingKeySource, log: Logger): Promise<Buffer> {
+  if (source.sealingKey) return source.sealingKey;
+  const dir = path.join(source.dataDir, 'chat-bridge');
   const file = path.join(dir, 'secret.key');
   await mkdir(dir, { recursive: true, mode: 0o700 });
   try {
@@ -57,8 +66,14 @@ export async function loadBridgeSecretKey(config: Config, log: Logger): Promise<
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   const key = randomBytes(32);
-  await writeFile(file, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  try {
+    await writeFile(file, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    // Another role of this install wrote it first: use that one.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return loadSealingKey(source, log);
+    throw err;
+  }
   await chmod(file, 0o600);
-  log.warn({ file }, 'BRIDGE_SECRET_KEY is unset: generated a key under DATA_DIR (set it in production)');
+  log.warn({ file }, 'SEALING_KEY is unset: generated a key under DATA_DIR (set it in production)');
   return key;
 }

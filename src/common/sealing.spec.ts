@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../config';
-import { createLogger } from '../common/logger';
-import { loadBridgeSecretKey, SecretBox } from './chat-bridge.secrets';
+import { createLogger } from './logger';
+import { loadSealingKey, SecretBox } from './sealing';
 
 describe('SecretBox', () => {
   const box = new SecretBox(randomBytes(32));
@@ -28,7 +27,7 @@ describe('SecretBox', () => {
   });
 });
 
-describe('loadBridgeSecretKey', () => {
+describe('loadSealingKey', () => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'bridge-key-'));
@@ -36,19 +35,18 @@ describe('loadBridgeSecretKey', () => {
   afterEach(() => rm(dir, { recursive: true, force: true }));
   const log = createLogger('silent');
 
-  it('uses BRIDGE_SECRET_KEY when set', async () => {
+  it('uses the configured key when set', async () => {
     const key = randomBytes(32);
-    const config = loadConfig({ DATA_DIR: dir, BRIDGE_SECRET_KEY: key.toString('hex') });
-    expect(await loadBridgeSecretKey(config, log)).toEqual(key);
+    expect(await loadSealingKey({ dataDir: dir, sealingKey: key }, log)).toEqual(key);
   });
 
   it('otherwise generates a key under DATA_DIR once, readable by the owner only', async () => {
-    const config = loadConfig({ DATA_DIR: dir });
-    const key = await loadBridgeSecretKey(config, log);
+    const config = { dataDir: dir, sealingKey: undefined };
+    const key = await loadSealingKey(config, log);
     expect(key).toHaveLength(32);
     const file = path.join(dir, 'chat-bridge', 'secret.key');
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect(Buffer.from((await readFile(file, 'utf8')).trim(), 'base64')).toEqual(key);
-    expect(await loadBridgeSecretKey(config, log)).toEqual(key);
+    expect(await loadSealingKey(config, log)).toEqual(key);
   });
 });

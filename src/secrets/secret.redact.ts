@@ -1,0 +1,24 @@
+/** A secret as a job holds it: its name and its value in clear. */
+export interface SecretValue {
+  name: string;
+  value: string;
+}
+
+/**
+ * Replaces every occurrence of every secret value in `text` by `[secret NAME]`, so logs, log
+ * tails, webhooks and events never carry a value. Longer values go first, so a value that contains
+ * another is replaced whole rather than leaving its remainder; empty values are never matched.
+ * A value is matched as it is written (UTF-8 text), not in encoded forms (base64, URL escapes).
+ */
+export function redactSecrets(text: string, secrets: readonly SecretValue[]): string {
+  const ordered = secrets.filter((s) => s.value.length > 0).sort((a, b) => b.value.length - a.value.length);
+  if (!ordered.length || !text) return text;
+  // One pass with an alternation, so a replacement's own text is never searched again.
+  const names = new Map(ordered.map((s) => [s.value, s.name]));
+  const pattern = new RegExp([...names.keys()].map(escapeRegExp).join('|'), 'g');
+  return text.replace(pattern, (value) => `[secret ${names.get(value)}]`);
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
