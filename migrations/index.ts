@@ -18,6 +18,7 @@ import { Migration20261124002036_idempotency_keys } from './Migration20261124002
 import { Migration20261126142114_idempotency_made } from './Migration20261126142114_idempotency_made';
 import { Migration20261126143000_queue_workers } from './Migration20261126143000_queue_workers';
 import { Migration20261126143112_teams_roles } from './Migration20261126143112_teams_roles';
+import { Migration20261126160000_invite_user } from './Migration20261126160000_invite_user';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -39,4 +40,5 @@ export const migrationsList = [
   { name: 'Migration20261126142114_idempotency_made', class: Migration20261126142114_idempotency_made },
   { name: 'Migration20261126143000_queue_workers', class: Migration20261126143000_queue_workers },
   { name: 'Migration20261126143112_teams_roles', class: Migration20261126143112_teams_roles },
+  { name: 'Migration20261126160000_invite_user', class: Migration20261126160000_invite_user },
 ];

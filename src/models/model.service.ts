@@ -8,7 +8,7 @@ import {
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isOwnedBy, ownedBy, type OwnerType, type Principal } from '../common/principal';
 import type { AuditLog } from '../teams/audit.service';
-import { authorize, roleAllows } from '../teams/team.roles';
+import { authorize, may } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
@@ -39,10 +39,8 @@ const reactionEntity = (kind: ReactionKind) => (kind === 'like' ? ModelLike : Mo
 export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | 'ownerType' | 'ownerId'>) {
   if (model.builtin || !model.ownerType || !model.ownerId) return false;
   // A team's models are changed by its admins and owners (the role matrix, src/teams/team.roles.ts).
-  const role = principal.teamRole ?? 'viewer';
   return (
-    isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal) &&
-    (!principal.team || roleAllows(role, 'manage'))
+    isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal) && may(principal, 'manage')
   );
 }
 

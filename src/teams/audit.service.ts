@@ -2,7 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { isUuid } from '../common/ids';
 import { AuditRecord, type AuditVia } from './team.entity';
-import type { TeamCaller } from './team.roles';
+import type { Principal } from '../common/principal';
 
 export interface AuditEntry {
   /** Dotted: `member.role_changed`, `api_key.created`, ... (docs/teams.md lists them). */
@@ -12,7 +12,7 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
 }
 
-const viaOf = (caller: TeamCaller): AuditVia =>
+const viaOf = (caller: Principal): AuditVia =>
   caller.credential === 'api_key'
     ? 'api_key'
     : caller.credential === 'session_token' || caller.credential === 'session'
@@ -30,7 +30,7 @@ export class AuditLog {
   ) {}
 
   /** Adds the record of a change made for `teamId` to the unit of work of `em`. */
-  record(em: EntityManager, caller: TeamCaller, teamId: string, entry: AuditEntry): void {
+  record(em: EntityManager, caller: Principal, teamId: string, entry: AuditEntry): void {
     em.create(AuditRecord, {
       teamId,
       actorUserId: caller.user.id || null,
@@ -51,7 +51,7 @@ export class AuditLog {
    * target id is `targetSql` (an expression over `from`) or the entry's. Null acting as a user.
    */
   statementPart(
-    caller: TeamCaller,
+    caller: Principal,
     entry: AuditEntry,
     from: string,
     targetSql?: string,
@@ -78,7 +78,7 @@ export class AuditLog {
   }
 
   /** Records an action taken for the caller's team; acting as a user records nothing. */
-  recordForTeam(em: EntityManager, caller: TeamCaller, entry: AuditEntry): void {
+  recordForTeam(em: EntityManager, caller: Principal, entry: AuditEntry): void {
     if (caller.team) this.record(em, caller, caller.team.id, entry);
   }
 
