@@ -2,6 +2,7 @@ import { createClient } from 'graphql-ws';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
+import { toAppError } from '../src/common/errors';
 import { User } from '../src/users/user.entity';
 import { AuditRecord, TeamInvite } from '../src/teams/team.entity';
 import { startTestApp, type TestApp } from './helpers/app';
@@ -593,6 +594,27 @@ describe('members', () => {
           [teamId, ids[0], teamId, ids[1]],
         );
     }
+  });
+
+  it("PostgreSQL's deadlock and serialization failures answer 503 with Retry-After, not 500", async () => {
+    // A real deadlock between two transactions: the loser's driver error, as a request would meet it.
+    const knex = t.runtime.orm.em.getKnex();
+    const [a, b] = [await person('dla'), await person('dlb')];
+    const [ida, idb] = [await userId(a.sub), await userId(b.sub)];
+    const one = await knex.transaction();
+    const two = await knex.transaction();
+    const lock = (trx: typeof one, id: string) =>
+      trx.raw('select 1 from users where id = ? for update', [id]);
+    await lock(one, ida);
+    await lock(two, idb);
+    const results = await Promise.allSettled([lock(one, idb), lock(two, ida)]);
+    await one.rollback().catch(() => undefined);
+    await two.rollback().catch(() => undefined);
+    const lost = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(lost?.reason).toMatchObject({ code: '40P01' });
+    expect(toAppError(lost!.reason).error).toMatchObject({ code: 'UNAVAILABLE', retryAfterSeconds: 1 });
+    expect(toAppError(Object.assign(new Error('x'), { code: '40001' })).error.code).toBe('UNAVAILABLE');
+    expect(toAppError(Object.assign(new Error('x'), { code: '23505' })).error.code).toBe('INTERNAL');
   });
 
   it('deletes a team only when it owns nothing live, naming what it owns', async () => {
