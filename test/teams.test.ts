@@ -2,6 +2,7 @@ import { createClient } from 'graphql-ws';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
+import { toAppError } from '../src/common/errors';
 import { User } from '../src/users/user.entity';
 import { AuditRecord, TeamInvite } from '../src/teams/team.entity';
 import { startTestApp, type TestApp } from './helpers/app';
@@ -274,7 +275,7 @@ describe('the role matrix', () => {
       name: 'invite',
       least: 'admin',
       team: true,
-      run: (a) => gqlCode(INVITE, { teamId, input: { username: `nobody-${++seq}`, role: 'MEMBER' } }, a),
+      run: (a) => gqlCode(INVITE, { teamId, input: { email: `nobody-${++seq}@x.test`, role: 'MEMBER' } }, a),
     },
     {
       name: 'list invitations',
@@ -290,7 +291,7 @@ describe('the role matrix', () => {
       run: async (a) => {
         const { inviteToTeam } = await ok<{ inviteToTeam: { invite: { id: string } } }>(
           INVITE,
-          { teamId, input: { username: `nobody-${++seq}` } },
+          { teamId, input: { email: `nobody-${++seq}@x.test` } },
           owner.token,
         );
         return gqlCode(
@@ -339,7 +340,7 @@ describe('the role matrix', () => {
       name: 'invite an owner',
       least: 'owner',
       team: true,
-      run: (a) => gqlCode(INVITE, { teamId, input: { username: `nobody-${++seq}`, role: 'OWNER' } }, a),
+      run: (a) => gqlCode(INVITE, { teamId, input: { email: `nobody-${++seq}@x.test`, role: 'OWNER' } }, a),
     },
     // The team still owns things: an owner passes the role check and meets the 409 that names them.
     {
@@ -462,6 +463,38 @@ describe('team API keys carry a role', () => {
     });
     await ok('mutation ($teamId: ID!) { leaveTeam(teamId: $teamId) }', { teamId }, admin.token);
     expect((await createModel(memberKey)).status).toBe(201);
+    // The key still lists its team, with the key's role, though its creator is in it no more.
+    const teams = await t.http().get('/api/v1/teams').set('x-service-key', viewerKey);
+    expect(teams.status).toBe(200);
+    expect(teams.body.map((x: { id: string; role: string }) => [x.id, x.role])).toEqual([[teamId, 'viewer']]);
+  });
+
+  it('revoking a team key answers an outage as 503, not as a missing key (404)', async () => {
+    const owner = await person('routage');
+    const teamId = await createTeam(owner.token);
+    const made = await t
+      .http()
+      .post('/api/v1/tokens')
+      .set('authorization', owner.token)
+      .send({ name: 'k', team_id: teamId });
+    expect(made.status).toBe(201);
+    // The membership check cannot read team_members within the query bound: an outage to the caller.
+    const knex = t.runtime.orm.em.getKnex();
+    const blocker = await knex.transaction();
+    try {
+      await blocker.raw('lock table team_members in access exclusive mode');
+      const res = await t.http().delete(`/api/v1/tokens/${made.body.id}`).set('authorization', owner.token);
+      expect([res.status, res.body.error?.code]).toEqual([503, 'UNAVAILABLE']);
+    } finally {
+      await blocker.rollback();
+    }
+    // Someone outside the team still finds no such key.
+    const stranger = await person('rstranger');
+    const res = await t.http().delete(`/api/v1/tokens/${made.body.id}`).set('authorization', stranger.token);
+    expect(res.status).toBe(404);
+    expect(
+      (await t.http().delete(`/api/v1/tokens/${made.body.id}`).set('authorization', owner.token)).status,
+    ).toBe(204);
   });
 });
 
@@ -517,6 +550,71 @@ describe('members', () => {
       (await t.http().delete(`/api/v1/teams/${teamId}/members/${me}`).set('authorization', owner.token))
         .status,
     ).toBe(204);
+  });
+
+  it('two owners demoting or removing each other at once: one wins, the other is refused, never a 500', async () => {
+    const a = await person('racea');
+    const b = await person('raceb');
+    const teamId = await createTeam(a.token);
+    await join(teamId, a.token, b, 'owner');
+    const ids = [await userId(a.sub), await userId(b.sub)];
+    const owners = () =>
+      t.runtime.orm.em
+        .fork()
+        .getConnection()
+        .execute<{ user_id: string }[]>(
+          `select user_id from team_members where team_id = ? and role = 'owner'`,
+          [teamId],
+        );
+    for (let round = 0; round < 6; round++) {
+      const removing = round % 2 === 1;
+      const [x, y] = await Promise.all([
+        removing
+          ? t.http().delete(`/api/v1/teams/${teamId}/members/${ids[1]}`).set('authorization', a.token)
+          : t.gql(SET_ROLE, { teamId, userId: ids[1], role: 'ADMIN' }, a.token),
+        removing
+          ? t.http().delete(`/api/v1/teams/${teamId}/members/${ids[0]}`).set('authorization', b.token)
+          : t.gql(SET_ROLE, { teamId, userId: ids[0], role: 'ADMIN' }, b.token),
+      ]);
+      const outcome = (res: typeof x) =>
+        removing ? (res.status === 204 ? null : res.body.error.code) : codeOf(res);
+      // The later one runs after the earlier, as the admin (or outsider) it has become: 403 or 404.
+      const codes = [outcome(x), outcome(y)];
+      expect(codes.filter((c) => c === null)).toHaveLength(1);
+      expect(['FORBIDDEN', 'NOT_FOUND', 'CONFLICT']).toContain(codes.find((c) => c !== null));
+      expect(await owners()).toHaveLength(1);
+      // Both owners again for the next round.
+      await t.runtime.orm.em
+        .fork()
+        .getConnection()
+        .execute(
+          `insert into team_members (id, team_id, user_id, role, created_at)
+           values (gen_random_uuid(), ?, ?, 'owner', now()), (gen_random_uuid(), ?, ?, 'owner', now())
+           on conflict (team_id, user_id) do update set role = 'owner'`,
+          [teamId, ids[0], teamId, ids[1]],
+        );
+    }
+  });
+
+  it("PostgreSQL's deadlock and serialization failures answer 503 with Retry-After, not 500", async () => {
+    // A real deadlock between two transactions: the loser's driver error, as a request would meet it.
+    const knex = t.runtime.orm.em.getKnex();
+    const [a, b] = [await person('dla'), await person('dlb')];
+    const [ida, idb] = [await userId(a.sub), await userId(b.sub)];
+    const one = await knex.transaction();
+    const two = await knex.transaction();
+    const lock = (trx: typeof one, id: string) =>
+      trx.raw('select 1 from users where id = ? for update', [id]);
+    await lock(one, ida);
+    await lock(two, idb);
+    const results = await Promise.allSettled([lock(one, idb), lock(two, ida)]);
+    await one.rollback().catch(() => undefined);
+    await two.rollback().catch(() => undefined);
+    const lost = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(lost?.reason).toMatchObject({ code: '40P01' });
+    expect(toAppError(lost!.reason).error).toMatchObject({ code: 'UNAVAILABLE', retryAfterSeconds: 1 });
+    expect(toAppError(Object.assign(new Error('x'), { code: '40001' })).error.code).toBe('UNAVAILABLE');
+    expect(toAppError(Object.assign(new Error('x'), { code: '23505' })).error.code).toBe('INTERNAL');
   });
 
   it('deletes a team only when it owns nothing live, naming what it owns', async () => {
@@ -679,6 +777,39 @@ describe('invitations', () => {
     expect(codeOf(await t.gql(ACCEPT, { input: { token: 'nonsense' } }, b.token))).toBe('NOT_FOUND');
   });
 
+  it('an invitation by username is for the one user it names, not whoever shares the name', async () => {
+    const named = async (sub: string, username: string) => {
+      const token = bearer(await t.tokenFor(sub, { preferred_username: username }));
+      await t.gql('{ me { id } }', {}, token);
+      return token;
+    };
+    const name = `twin-${++seq}`;
+    const first = await named(`${name}-a`, name);
+    const { token, invite: made } = await invite({ username: name, role: 'ADMIN' });
+    // Someone else takes the same name later: the invitation is not theirs.
+    const second = await named(`${name}-b`, name);
+    const theirs = await t.http().get('/api/v1/invites').set('authorization', second);
+    expect(theirs.body).toEqual([]);
+    const byId = await t
+      .http()
+      .post('/api/v1/invites/accept')
+      .set('authorization', second)
+      .send({ invite_id: made.id });
+    expect(byId.status).toBe(404);
+    expect(codeOf(await t.gql(ACCEPT, { input: { token } }, second))).toBe('FORBIDDEN');
+    const mine = await t.http().get('/api/v1/invites').set('authorization', first);
+    expect(mine.body.map((i: { id: string }) => i.id)).toEqual([made.id]);
+    await ok(ACCEPT, { input: { inviteId: made.id } }, first);
+    // A name several people have cannot be invited (409); one nobody has is 404. Nothing is written.
+    const before = (await auditOf(teamId)).length;
+    const ambiguous = await t.gql(INVITE, { teamId, input: { username: name } }, owner.token);
+    expect(codeOf(ambiguous)).toBe('CONFLICT');
+    expect(codeOf(await t.gql(INVITE, { teamId, input: { username: `nobody-${seq}` } }, owner.token))).toBe(
+      'NOT_FOUND',
+    );
+    expect((await auditOf(teamId)).length).toBe(before);
+  });
+
   it('bad input is VALIDATION_FAILED and writes nothing', async () => {
     const before = (await auditOf(teamId)).length;
     for (const input of [
@@ -719,7 +850,7 @@ describe('the audit log', () => {
     const r = (
       await ok<{ inviteToTeam: { invite: { id: string } } }>(
         INVITE,
-        { teamId, input: { username: 'x-nobody' } },
+        { teamId, input: { email: 'x-nobody@x.test' } },
         owner.token,
       )
     ).inviteToTeam;
@@ -806,6 +937,11 @@ describe('the audit log', () => {
       requestId: expect.any(String),
     });
     expect(records.find((a) => a.action === 'api_key.created')).toMatchObject({ actorVia: 'session' });
+    expect(records.find((a) => a.action === 'invite.revoked')?.details).toEqual({ role: 'member' });
+    expect(records.find((a) => a.action === 'api_key.revoked')?.details).toEqual({
+      name: 'k',
+      role: 'member',
+    });
 
     // Admins read it, newest first, filtered by action and by actor.
     const res = await t
@@ -983,7 +1119,7 @@ describe('tenancy of the new ids', () => {
     const invA = (
       await ok<{ inviteToTeam: { token: string; invite: { id: string } } }>(
         INVITE,
-        { teamId: teamA, input: { username: 'someone-else' } },
+        { teamId: teamA, input: { email: 'someone-else@x.test' } },
         a.token,
       )
     ).inviteToTeam;

@@ -1,6 +1,7 @@
 import { Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import { Team, type TeamRole } from '../teams/team.entity';
+import type { TeamRole } from '../common/principal';
+import { Team } from '../teams/team.entity';
 import { User } from '../users/user.entity';
 import type { OwnerType } from '../common/principal';
 

@@ -5,11 +5,10 @@ import type { IdempotentCreation } from '../graphql/graphql.context';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { isUuid } from '../common/ids';
 import type { AuditLog } from '../teams/audit.service';
-import type { TeamRole } from '../teams/team.entity';
-import { forbidden, rankOf, roleAllows } from '../teams/team.roles';
+import { forbidden, rankOf, refuseApiKey, roleAllows } from '../teams/team.roles';
 import { validateName, validateRole, type TeamService } from '../teams/team.service';
 import { ApiKey } from './api-key.entity';
-import { isOwnedBy, ownedBy, type Principal } from '../common/principal';
+import { isOwnedBy, ownedBy, type Principal, type TeamRole } from '../common/principal';
 
 export function hashApiKey(value: string): string {
   return createHash('sha256').update(value.toLowerCase()).digest('hex');
@@ -42,8 +41,7 @@ export class ApiKeyService {
     input: { name: string; teamId?: string | null; role?: string | null },
     idempotency?: IdempotentCreation,
   ): Promise<{ key: ApiKey; value: string }> {
-    if (principal.credential === 'api_key')
-      throw new AppError('FORBIDDEN', 'an API key cannot create API keys');
+    refuseApiKey(principal, 'create API keys');
     const earlier = idempotency?.previous(IDEMPOTENT_KIND);
     if (earlier)
       throw new AppError(
@@ -110,7 +108,11 @@ export class ApiKeyService {
       const key = isUuid(id) ? await em.findOne(ApiKey, { id }, { populate: ['createdBy'] }) : null;
       if (!key) throw AppError.notFound('API key');
       if (key.ownerType === 'team') {
-        const view = await this.teams.access(principal, key.ownerId, em).catch(() => null);
+        // Another team's key looks missing; any other failure (an outage) is answered as itself.
+        const view = await this.teams.access(principal, key.ownerId, em).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'NOT_FOUND') return null;
+          throw err;
+        });
         if (!view) throw AppError.notFound('API key');
         if (!roleAllows(view.role, 'manage')) throw forbidden(view.role, 'revoke team API keys');
       } else if (!isOwnedBy(key, principal)) {
@@ -123,6 +125,7 @@ export class ApiKeyService {
             action: 'api_key.revoked',
             targetType: 'api_key',
             targetId: key.id,
+            details: { name: key.name, role: key.role },
           });
       }
       return key;

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../common/errors';
-import { TeamMember, type TeamRole } from '../teams/team.entity';
+import type { TeamRole } from '../common/principal';
+import { TeamMember } from '../teams/team.entity';
 import type { User } from '../users/user.entity';
 import { LoginAttempt, LoginSession, SessionToken } from './session.entity';
 import { sweeper } from './sweeper';

@@ -116,6 +116,22 @@ const UNAVAILABLE_MESSAGE =
   /Connection terminated|Knex: Timeout acquiring a connection|connection is closed|^timeout expired$|the database did not answer within/i;
 
 /**
+ * PostgreSQL's deadlock_detected (40P01) and serialization_failure (40001): the transaction lost
+ * to a concurrent one and was rolled back whole, so the same request may simply be sent again.
+ */
+export function isTransactionCollision(err: unknown): boolean {
+  for (
+    let e = err as { code?: string; cause?: unknown; thrownValue?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    depth++
+  ) {
+    if (e.code === '40P01' || e.code === '40001') return true;
+    e = (e.cause ?? e.thrownValue) as typeof e;
+  }
+  return false;
+}
+
+/**
  * A GraphQL message without its "Did you mean ...?" part: suggestions name fields, types and
  * enum values, which production does not show (and REST clients never need).
  */
@@ -133,6 +149,12 @@ export function toAppError(err: unknown): { error: AppError; unexpected: boolean
   if (http?.expose && typeof http.status === 'number' && http.status >= 400 && http.status < 500) {
     const code = http.status === 413 ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST';
     return { error: new AppError(code, http.message || 'bad request'), unexpected: false };
+  }
+  if (isTransactionCollision(err)) {
+    return {
+      error: new AppError('UNAVAILABLE', 'the change met a concurrent one; try again', undefined, 1),
+      unexpected: false,
+    };
   }
   if (isDatabaseUnavailable(err)) {
     return {

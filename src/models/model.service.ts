@@ -9,7 +9,7 @@ import {
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isOwnedBy, ownedBy, type OwnerType, type Principal } from '../common/principal';
 import type { AuditLog } from '../teams/audit.service';
-import { authorize, roleAllows } from '../teams/team.roles';
+import { authorize, may } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
@@ -51,7 +51,7 @@ function isOwner(principal: Principal, model: Pick<Model, 'ownerType' | 'ownerId
 export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | 'ownerType' | 'ownerId'>) {
   if (model.builtin || !isOwner(principal, model)) return false;
   // A team's models are changed by its admins and owners (the role matrix, src/teams/team.roles.ts).
-  return !principal.team || roleAllows(principal.teamRole ?? 'viewer', 'manage');
+  return may(principal, 'manage');
 }
 
 /**

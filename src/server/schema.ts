@@ -19,7 +19,7 @@ import type { Services } from './services';
 function resolverInstances(s: Services) {
   return [
     new UserResolver(),
-    new TeamResolver(s.teams),
+    new TeamResolver(s.teams, s.invites),
     new ApiKeyResolver(s.apiKeys),
     new MediaResolver(s.media),
     new ModelResolver(s.models),

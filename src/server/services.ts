@@ -29,6 +29,7 @@ import { SecretService } from '../secrets/secret.service';
 import { loadSealingKey, SecretBox } from '../common/sealing';
 import { AppError } from '../common/errors';
 import { AuditLog } from '../teams/audit.service';
+import { InviteService } from '../teams/team.invites';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator.factory';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
@@ -65,7 +66,8 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   const lifecycle = new JobLifecycle(log, metrics);
   const users = new UserService(orm);
   const audit = new AuditLog(orm, config.auditRetentionDays);
-  const teams = new TeamService(orm, audit, {
+  const teams = new TeamService(orm, audit);
+  const invites = new InviteService(orm, audit, teams, {
     publicUrl: config.publicUrl,
     inviteTtlHours: config.teamInviteTtlHours,
     mail: config.smtpUrl !== undefined,
@@ -151,6 +153,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     users,
     audit,
     teams,
+    invites,
     apiKeys,
     sessions,
     authenticator,

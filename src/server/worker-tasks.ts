@@ -9,7 +9,7 @@ import type { TaskList } from '../tasks/task.runner';
 import { WebhookDeliverer } from '../webhooks/webhook.deliverer';
 import { Loaders } from '../graphql/graphql.loaders';
 import { inviteMailTask, smtpMailer } from '../teams/invite.mail';
-import { INVITE_MAIL_TASK } from '../teams/team.service';
+import { INVITE_MAIL_TASK } from '../teams/team.invites';
 import type { Services } from './services';
 
 /** The worker role's short tasks by name (src/tasks/task.runner.ts): webhook attempts, job deadlines, invitation mails. */
@@ -42,7 +42,7 @@ export function workerTasks(
     ...(config.smtpUrl
       ? {
           [INVITE_MAIL_TASK]: inviteMailTask(
-            services.teams,
+            services.invites,
             smtpMailer(config.smtpUrl, config.mailFrom),
             log,
           ),

@@ -3,7 +3,7 @@ import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { isUuid } from '../common/ids';
 import { raw, sql, type StatementPart } from '../db/sql';
 import { AuditRecord, type AuditVia } from './team.entity';
-import type { TeamCaller } from './team.roles';
+import type { Principal } from '../common/principal';
 
 export interface AuditEntry {
   /** Dotted: `member.role_changed`, `api_key.created`, ... (docs/teams.md lists them). */
@@ -13,7 +13,7 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
 }
 
-const viaOf = (caller: TeamCaller): AuditVia =>
+const viaOf = (caller: Principal): AuditVia =>
   caller.credential === 'api_key'
     ? 'api_key'
     : caller.credential === 'session_token' || caller.credential === 'session'
@@ -31,7 +31,7 @@ export class AuditLog {
   ) {}
 
   /** Adds the record of a change made for `teamId` to the unit of work of `em`. */
-  record(em: EntityManager, caller: TeamCaller, teamId: string, entry: AuditEntry): void {
+  record(em: EntityManager, caller: Principal, teamId: string, entry: AuditEntry): void {
     em.create(AuditRecord, {
       teamId,
       actorUserId: caller.user.id || null,
@@ -53,7 +53,7 @@ export class AuditLog {
    * acting as a user.
    */
   statementPart(
-    caller: TeamCaller,
+    caller: Principal,
     entry: AuditEntry,
     rows: { from: string; targetSql?: string },
   ): StatementPart | null {
@@ -76,7 +76,7 @@ export class AuditLog {
   }
 
   /** Records an action taken for the caller's team; acting as a user records nothing. */
-  recordForTeam(em: EntityManager, caller: TeamCaller, entry: AuditEntry): void {
+  recordForTeam(em: EntityManager, caller: Principal, entry: AuditEntry): void {
     if (caller.team) this.record(em, caller, caller.team.id, entry);
   }
 

@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Logger } from '../common/logger';
-import type { TeamService } from './team.service';
+import type { InviteService } from './team.invites';
 
 /** Sends one mail; the only thing the invitations need of a mail server. */
 export interface Mailer {
@@ -22,10 +22,10 @@ export function smtpMailer(smtpUrl: string, from: string): Mailer {
  * thrown, so the queue tries again later (its attempts are bounded where it is queued); the
  * invitation itself never depends on it. One revoked or answered meanwhile is not mailed.
  */
-export function inviteMailTask(teams: TeamService, mailer: Mailer, log: Logger) {
+export function inviteMailTask(invites: InviteService, mailer: Mailer, log: Logger) {
   return async (payload: unknown): Promise<void> => {
     const { inviteId, url } = payload as { inviteId: string; url: string };
-    const invite = await teams.inviteForMail(inviteId);
+    const invite = await invites.forMail(inviteId);
     if (!invite?.email || invite.status !== 'pending' || invite.expiresAt.getTime() <= Date.now()) return;
     const inviter = invite.invitedBy.name ?? invite.invitedBy.username;
     try {
@@ -38,9 +38,9 @@ export function inviteMailTask(teams: TeamService, mailer: Mailer, log: Logger) 
       });
     } catch (err) {
       log.warn({ err, inviteId }, 'invitation mail not sent; retried later');
-      await teams.noteMail(inviteId, 'failed', (err as Error).message.slice(0, 500));
+      await invites.noteMail(inviteId, 'failed', (err as Error).message.slice(0, 500));
       throw err;
     }
-    await teams.noteMail(inviteId, 'sent', null);
+    await invites.noteMail(inviteId, 'sent', null);
   };
 }

@@ -1,5 +1,6 @@
 import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
+import type { TeamRole } from '../common/principal';
 import { User } from '../users/user.entity';
 
 /** An organisation. Resources created for a team (its keys, its members' team sessions) are owned by it. */
@@ -17,11 +18,6 @@ export class Team {
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();
 }
-
-/** From least to most: the order is the matrix's (src/teams/team.roles.ts). */
-import { TEAM_ROLES, type TeamRole } from '../common/principal';
-
-export { TEAM_ROLES, type TeamRole };
 
 @Entity({ tableName: 'team_members' })
 @Unique({ properties: ['team', 'user'] })
@@ -47,7 +43,7 @@ export type InviteStatus = 'pending' | 'accepted' | 'declined' | 'revoked';
 /** `none`: no SMTP_URL, the inviter passes the link on; `pending`: the worker is sending it. */
 export type InviteMailState = 'none' | 'pending' | 'sent' | 'failed';
 
-/** An invitation to a team, addressed to an email or a username. Only the token's SHA-256 is kept. */
+/** An invitation to a team, addressed to a verified email or to one user (named by username). Only the token's SHA-256 is kept. */
 @Entity({ tableName: 'team_invites' })
 @Index({ properties: ['team', 'status'] })
 export class TeamInvite {
@@ -61,9 +57,14 @@ export class TeamInvite {
   @Property({ type: 'text', nullable: true })
   email: string | null = null;
 
+  /** As the inviter wrote it (shown); the invitation is the resolved user's, `inviteeUser`. */
   @Index()
   @Property({ type: 'text', nullable: true })
   username: string | null = null;
+
+  /** Who an invitation by username is for, resolved when it is made: usernames are not unique. */
+  @ManyToOne(() => User, { deleteRule: 'cascade', nullable: true, index: true })
+  inviteeUser: User | null = null;
 
   @Property({ type: 'text' })
   role!: TeamRole;

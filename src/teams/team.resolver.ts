@@ -2,6 +2,7 @@ import { Arg, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'ty
 import type { Principal } from '../common/principal';
 import { encodeCursor } from '../common/pagination';
 import { CurrentPrincipal, toConnection } from '../graphql/graphql.helpers';
+import { InviteService } from './team.invites';
 import { TeamService } from './team.service';
 import {
   AuditRecordConnection,
@@ -20,10 +21,13 @@ import {
   TeamType,
 } from './team.types';
 
-/** One line each into TeamService, which holds every rule (the role matrix included). */
+/** One line each into TeamService and InviteService, which hold every rule (the role matrix included). */
 @Resolver(() => TeamType)
 export class TeamResolver {
-  constructor(private readonly service: TeamService) {}
+  constructor(
+    private readonly service: TeamService,
+    private readonly invitations: InviteService,
+  ) {}
 
   @Query(() => TeamConnection, { description: "The viewer's teams (acting for a team: only that team)." })
   async teams(
@@ -65,7 +69,7 @@ export class TeamResolver {
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
     return toConnection(
-      await this.service.invites(principal, team.id, { first, after }),
+      await this.invitations.list(principal, team.id, { first, after }),
       TeamInviteType.from,
       encodeCursor,
     );
@@ -94,7 +98,7 @@ export class TeamResolver {
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
     return toConnection(
-      await this.service.myInvites(principal, { first, after }),
+      await this.invitations.mine(principal, { first, after }),
       TeamInviteType.from,
       encodeCursor,
     );
@@ -104,7 +108,7 @@ export class TeamResolver {
     description: 'A usable invitation by its token (the accept page shows it).',
   })
   async inviteByToken(@CurrentPrincipal() _principal: Principal, @Arg('token', () => String) token: string) {
-    return TeamInviteType.from(await this.service.inviteByToken(token));
+    return TeamInviteType.from(await this.invitations.byToken(token));
   }
 
   @Mutation(() => TeamType, { description: 'Creates a team; the creator becomes its owner.' })
@@ -118,7 +122,7 @@ export class TeamResolver {
     @Arg('teamId', () => ID) teamId: string,
     @Arg('input') input: InviteToTeamInput,
   ): Promise<CreatedTeamInvite> {
-    const { invite, token, url } = await this.service.invite(principal, teamId, input);
+    const { invite, token, url } = await this.invitations.invite(principal, teamId, input);
     return { invite: TeamInviteType.from(invite), token, inviteUrl: url };
   }
 
@@ -138,7 +142,7 @@ export class TeamResolver {
     @Arg('teamId', () => ID) teamId: string,
     @Arg('inviteId', () => ID) inviteId: string,
   ) {
-    return TeamInviteType.from(await this.service.revokeInvite(principal, teamId, inviteId));
+    return TeamInviteType.from(await this.invitations.revoke(principal, teamId, inviteId));
   }
 
   @Mutation(() => TeamMemberType)
@@ -177,7 +181,7 @@ export class TeamResolver {
     input: InviteAnswerInput,
     accept: boolean,
   ): Promise<InviteAnswer> {
-    const { invite, member } = await this.service.answer(principal, input, accept);
+    const { invite, member } = await this.invitations.answer(principal, input, accept);
     return { invite: TeamInviteType.from(invite), member: member && TeamMemberType.from(member) };
   }
 }

@@ -1,15 +1,14 @@
-import type { Principal } from '../common/principal';
+import { TEAM_ROLES, type Principal, type TeamRole } from '../common/principal';
 import { AppError } from '../common/errors';
-import { TEAM_ROLES, type TeamRole } from './team.entity';
 
 /**
  * The role matrix, the one place that says which team role may do what (docs/teams.md has it as
- * a table). Every service asks `authorize` before it changes or reveals anything for a team.
+ * a table). Every service asks `may` or `authorize` before it changes or reveals anything for a team.
  */
 export type TeamAction = 'read' | 'write' | 'manage' | 'own';
 
 /** The least role each kind of action needs. */
-export const LEAST_ROLE: Readonly<Record<TeamAction, TeamRole>> = {
+const LEAST_ROLE: Readonly<Record<TeamAction, TeamRole>> = {
   /** read the team's media, models, deployments, jobs, usage */
   read: 'viewer',
   /** upload, tag and delete media; create deployments; cancel and retry jobs; create models */
@@ -19,9 +18,6 @@ export const LEAST_ROLE: Readonly<Record<TeamAction, TeamRole>> = {
   /** make or remove owners; delete the team; budgets */
   own: 'owner',
 };
-
-/** Who acts on a team: the request's principal. */
-export type TeamCaller = Principal;
 
 export const rankOf = (role: TeamRole): number => TEAM_ROLES.indexOf(role);
 
@@ -33,16 +29,26 @@ export function forbidden(role: TeamRole, what: string): AppError {
   return new AppError('FORBIDDEN', `a team ${role} cannot ${what}`);
 }
 
+type Acting = Pick<Principal, 'team' | 'teamRole'>;
+
+/** The role a caller acts with: null acting as a user; a team credential without one is a viewer. */
+const roleOf = (caller: Acting): TeamRole | null => (caller.team ? (caller.teamRole ?? 'viewer') : null);
+
 /**
- * Refuses (403) a caller acting for a team whose role is below what `action` needs. A caller acting
- * as a user owns what it reaches and passes: which rows are reachable is the owner filter's job.
+ * Whether `caller` may do `action`. A caller acting as a user owns what it reaches and may: which
+ * rows are reachable is the owner filter's job. One acting for a team may as its role allows.
  */
-export function authorize(
-  caller: Pick<TeamCaller, 'team' | 'teamRole'>,
-  action: TeamAction,
-  what: string,
-): void {
-  if (!caller.team) return;
-  const role = caller.teamRole ?? 'viewer';
-  if (!roleAllows(role, action)) throw forbidden(role, what);
+export function may(caller: Acting, action: TeamAction): boolean {
+  const role = roleOf(caller);
+  return role === null || roleAllows(role, action);
+}
+
+/** Refuses (403) what `may` refuses, naming the caller's role. */
+export function authorize(caller: Acting, action: TeamAction, what: string): void {
+  if (!may(caller, action)) throw forbidden(roleOf(caller) ?? 'viewer', what);
+}
+
+/** Refuses (403) an API key what only a person may do. */
+export function refuseApiKey(caller: Pick<Principal, 'credential'>, what: string): void {
+  if (caller.credential === 'api_key') throw new AppError('FORBIDDEN', `an API key cannot ${what}`);
 }
