@@ -25,7 +25,7 @@ export interface ModelArgument {
  * the catalogue; only the owner changes a model. Built-in models have no owner and are read-only.
  */
 @Entity({ tableName: 'models' })
-@Index({ properties: ['ownerType', 'ownerId'] })
+@Index({ name: 'models_owner_created_at_index', properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
 @Index({ properties: ['createdAt', 'id'] })
 @Index({ properties: ['tags'], type: 'gin' })
 export class Model {

@@ -1,0 +1,163 @@
+/**
+ * Every list's statement at 100,000 rows of one owner (other owners' rows beside them): read
+ * through its index, never a sequential scan of the owner's table, and no more rows examined
+ * than the scan budget, whatever the filter (docs/architecture.md, "Lists").
+ */
+import { Client } from 'pg';
+import { SCAN_BUDGET } from '../src/common/pagination';
+import { loggedSql } from './helpers/sql';
+import { startTestApp, type TestApp } from './helpers/app';
+
+let t: TestApp;
+let pg: Client;
+/** The statements of the request under way, with their values. */
+let recording: { sql: string; values?: readonly unknown[] }[] | undefined;
+
+const ROWS = 100_000;
+
+beforeAll(async () => {
+  t = await startTestApp({}, { onQuery: (sql, values) => recording?.push({ sql: loggedSql(sql), values }) });
+  pg = new Client({ connectionString: t.databaseUrl });
+  await pg.connect();
+}, 60_000);
+
+afterAll(async () => {
+  await pg?.end();
+  await t?.close();
+});
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
+
+/** The plan PostgreSQL ran for a statement, with the rows each node read. */
+async function explained(s: { sql: string; values?: readonly unknown[] }): Promise<PlanNode[]> {
+  const { rows } = await pg.query(`explain (analyze, format json) ${s.sql}`, s.values as unknown[]);
+  return nodesOf((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
+}
+
+/** Rows a scan node looked at: those it answered and those its filter dropped. */
+const examined = (n: PlanNode) => (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'];
+
+/** Runs `request`, then checks the plan of each statement it ran on `table`. */
+async function plansOf(table: string, request: () => Promise<unknown>): Promise<PlanNode[][]> {
+  recording = [];
+  await request();
+  const statements = recording.filter((s) => new RegExp(`from "?${table}"?\\b`).test(s.sql));
+  recording = undefined;
+  expect(statements.length).toBeGreaterThan(0);
+  return Promise.all(statements.map(explained));
+}
+
+function expectBounded(plans: PlanNode[][], table: string, index: string | RegExp): void {
+  for (const plan of plans) {
+    const scans = plan.filter((n) => n['Relation Name'] === table);
+    expect(scans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expect(scans.map((n) => n['Index Name'])).toContainEqual(expect.stringMatching(index));
+    for (const scan of scans) expect(examined(scan)).toBeLessThanOrEqual(SCAN_BUDGET);
+  }
+}
+
+async function userOwner(auth: string): Promise<string> {
+  const me = await t.gql('{ me { id } }', {}, auth);
+  return me.body.data.me.id as string;
+}
+
+describe('media at 100,000 rows', () => {
+  let auth: string;
+  let owner: string;
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('many-media')}`;
+    owner = await userOwner(auth);
+    // The owner's rows: every one tagged `common`, 1 in 100 `mid`, 1 in 10,000 `rare`; 1 in 1,000
+    // still uploading; then as many of 9 other owners.
+    await pg.query(
+      `insert into media_assets (id, owner_type, owner_id, type, status, image_name, extension, content_type,
+                                 size, sha256, tags, created_at, updated_at)
+       select gen_random_uuid(), 'user', case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end, 'source_asset',
+              case when i % 1000 = 0 then 'uploading' else 'live' end, 'f' || i || '.png', 'png', 'image/png',
+              10, md5(i::text),
+              array['common'] || case when i % 100 = 0 then array['mid'] else '{}' end
+                              || case when i % 10000 = 7 then array['rare'] else '{}' end,
+              timestamptz '2025-01-01' + i * interval '1 second', now()
+       from generate_series(1, $2 * 2) i`,
+      [owner, ROWS],
+    );
+    await pg.query('analyze media_assets');
+  }, 120_000);
+
+  const list = (query: string) => t.http().get(`/api/v1/media?${query}`).set('authorization', auth);
+
+  it.each([
+    ['limit=50'],
+    ['limit=50&tags=common'],
+    ['limit=50&tags=mid'],
+    ['limit=50&tags=rare'],
+    ['limit=50&excludeTags=common'],
+    ['limit=50&tags=mid&excludeTags=mid'],
+  ])('GET /api/v1/media?%s reads through the live index, within the budget', async (query) => {
+    expectBounded(
+      await plansOf('media_assets', () => list(query).expect(200)),
+      'media_assets',
+      'media_assets_live_owner_index',
+    );
+  });
+
+  it('an exclusion that matches every row answers a short page with the cursor to go on', async () => {
+    const first = await list('limit=50&excludeTags=common').expect(200);
+    expect(first.body.media).toEqual([]);
+    const next = /<([^>]+)>; rel="next"/.exec(first.headers.link)?.[1];
+    expect(next).toBeDefined();
+    // The cursor goes on from where the scan stopped, SCAN_BUDGET rows down.
+    const plans = await plansOf('media_assets', async () => {
+      const second = await t.http().get(next!).set('authorization', auth).expect(200);
+      expect(second.body.media).toEqual([]);
+      expect(second.headers.link).toMatch(/rel="next"/);
+    });
+    expectBounded(plans, 'media_assets', 'media_assets_live_owner_index');
+
+    const gql = await t.gql(
+      'query ($after: String) { media(filter: { excludeTags: ["common"] }, first: 50, after: $after) { nodes { id } pageInfo { hasNextPage endCursor scanLimited } } }',
+      {},
+      auth,
+    );
+    expect(gql.body.data.media).toEqual({
+      nodes: [],
+      pageInfo: { hasNextPage: true, endCursor: expect.any(String), scanLimited: true },
+    });
+  });
+
+  it('following the cursor of short pages finds every rare row, in order, and ends', async () => {
+    const found: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    for (;;) {
+      const res = await t.gql(
+        'query ($after: String) { media(filter: { tags: ["rare"] }, first: 50, after: $after) { nodes { imageName } pageInfo { hasNextPage endCursor scanLimited } } }',
+        { after },
+        auth,
+      );
+      const { nodes, pageInfo } = res.body.data.media;
+      found.push(...nodes.map((n: { imageName: string }) => n.imageName));
+      pages++;
+      if (!pageInfo.hasNextPage) break;
+      expect(pageInfo.scanLimited).toBe(true);
+      after = pageInfo.endCursor;
+    }
+    // The owner's rare rows: i % 10000 = 7 for i up to ROWS, newest first.
+    const rare = Array.from({ length: ROWS / 10000 }, (_, k) => `f${ROWS - 10000 + 7 - k * 10000}.png`);
+    expect(found).toEqual(rare);
+    expect(pages).toBeGreaterThanOrEqual(ROWS / SCAN_BUDGET);
+  });
+});
