@@ -16,7 +16,11 @@ let recording: { sql: string; values?: readonly unknown[] }[] | undefined;
 const ROWS = 100_000;
 
 beforeAll(async () => {
-  t = await startTestApp({}, { onQuery: (sql, values) => recording?.push({ sql: loggedSql(sql), values }) });
+  // The connection's own bound far above the list's: what ends a list statement is its class's.
+  t = await startTestApp(
+    { DATABASE_QUERY_TIMEOUT_MS: '60000' },
+    { onQuery: (sql, values) => recording?.push({ sql: loggedSql(sql), values }) },
+  );
   pg = new Client({ connectionString: t.databaseUrl });
   await pg.connect();
 }, 60_000);
@@ -159,5 +163,34 @@ describe('media at 100,000 rows', () => {
     const rare = Array.from({ length: ROWS / 10000 }, (_, k) => `f${ROWS - 10000 + 7 - k * 10000}.png`);
     expect(found).toEqual(rare);
     expect(pages).toBeGreaterThanOrEqual(ROWS / SCAN_BUDGET);
+  });
+});
+
+describe('a list statement past its bound', () => {
+  it('is canceled and answers 503, and its connection serves again', async () => {
+    const auth = `Bearer ${await t.tokenFor('locked-out')}`;
+    await t.http().get('/api/v1/media').set('authorization', auth).expect(200);
+    // Another session holds the table: the list's statement waits past LIST_TIMEOUT_MS.
+    const locker = new Client({ connectionString: t.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table media_assets in access exclusive mode');
+      // Without the list's own bound the request would wait for the lock: it is let go after 10 s.
+      const letGo = setTimeout(() => void locker.query('rollback'), 10_000);
+      const res = await t.http().get('/api/v1/media').set('authorization', auth);
+      clearTimeout(letGo);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('UNAVAILABLE');
+      // Canceled on the server, not left waiting behind the lock.
+      const { rows } = await pg.query(
+        `select count(*)::int as n from pg_stat_activity where query like '%from media_assets%' and state = 'active' and pid <> pg_backend_pid()`,
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await locker.query('rollback');
+      await locker.end();
+    }
+    for (let i = 0; i < 12; i++) await t.http().get('/api/v1/media').set('authorization', auth).expect(200);
   });
 });

@@ -10,6 +10,12 @@ export const MAX_PAGE_SIZE = 200;
  * combination): past it the page ends, short, with the cursor to go on (docs/architecture.md, "Lists").
  */
 export const SCAN_BUDGET = 10_000;
+/**
+ * The bound of a list's statement (a request class of its own, under DATABASE_QUERY_TIMEOUT_MS):
+ * a page reads at most SCAN_BUDGET rows, some milliseconds of work, so one that runs this long
+ * waits on a database in trouble and is canceled (503) rather than hold its connection.
+ */
+export const LIST_TIMEOUT_MS = 2000;
 
 export interface PageArgs {
   first?: number | null;

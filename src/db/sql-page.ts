@@ -4,6 +4,7 @@ import {
   decodeCursor,
   encodeCursor,
   pageSize,
+  LIST_TIMEOUT_MS,
   SCAN_BUDGET,
   type Keyed,
   type Page,
@@ -65,7 +66,13 @@ export async function sqlPage<T extends Keyed>(
   const sql = (cs: SqlCondition[]) => cs.map(([s]) => s).join(' and ');
   const scan = `from ${from} where ${sql(all)} order by ${createdAt} desc, ${id} desc`;
   if (!filter.length) {
-    const rows = await queryRows(em, `select ${select} ${scan} limit ?`, [...values(all), limit + 1]);
+    const rows = await queryRows(
+      em,
+      `select ${select} ${scan} limit ?`,
+      [...values(all), limit + 1],
+      false,
+      LIST_TIMEOUT_MS,
+    );
     return pageOf(rows.map(read), limit, null);
   }
   // The index yields the owner's rows in order, at most `budget` of them; the filters only mark
@@ -80,6 +87,8 @@ export async function sqlPage<T extends Keyed>(
        ) scan
      ) scanned where page_hit or page_scanned = ? limit ?`,
     [...values(filter), ...values(all), budget, budget, limit + 1],
+    false,
+    LIST_TIMEOUT_MS,
   );
   const hits = rows.filter((r) => r.page_hit).map(read);
   const last = rows[rows.length - 1];
