@@ -194,3 +194,95 @@ describe('a list statement past its bound', () => {
     for (let i = 0; i < 12; i++) await t.http().get('/api/v1/media').set('authorization', auth).expect(200);
   });
 });
+
+describe('models, API keys and webhook messages at 100,000 rows', () => {
+  let auth: string;
+  let owner: string;
+  const job = '00000000-0000-4000-8000-0000000000a1';
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('many-things')}`;
+    owner = await userOwner(auth);
+    // Models: 1 in 10 the owner's; all tagged `common`, 1 in 10,000 `rare`.
+    await pg.query(
+      `insert into models (id, name, container, args, tags, owner_type, owner_id, created_at, updated_at)
+       select gen_random_uuid(), 'm' || i, 'c', '[]', array['common'] || case when i % 10000 = 7 then array['rare'] else '{}' end,
+              'user', case when i % 10 = 0 then $1::uuid else md5((i % 9)::text)::uuid end,
+              timestamptz '2025-01-01' + i * interval '1 second', now()
+       from generate_series(1, $2 * 10) i`,
+      [owner, ROWS / 10],
+    );
+    await pg.query(
+      `insert into api_keys (id, name, key_hash, owner_type, owner_id, created_by_id, created_at)
+       select gen_random_uuid(), 'k' || i, md5(i::text), 'user', case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end,
+              $1, timestamptz '2025-01-01' + i * interval '1 second'
+       from generate_series(1, $2 * 2) i`,
+      [owner, ROWS],
+    );
+    await pg.query(
+      `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+       values ('00000000-0000-4000-8000-0000000000d1', 'user', $1, 'd', gen_random_uuid(), '{}', gen_random_uuid(), now())`,
+      [owner],
+    );
+    await pg.query(
+      `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                         machine_type, machine_count, timeout_seconds, created_at, updated_at)
+       values ($2, '00000000-0000-4000-8000-0000000000d1', gen_random_uuid(), 'user', $1, 'succeeded', 'local', '[]', 'c',
+               'cpu', 1, 60, now(), now())`,
+      [owner, job],
+    );
+    await pg.query(
+      `insert into webhook_deliveries (id, job_id, owner_type, owner_id, event, url, status, created_at)
+       select 'msg_' || md5(i::text), $2, 'user', $1, 'job.succeeded', 'http://example.invalid/', 'delivered',
+              timestamptz '2025-01-01' + i * interval '1 second'
+       from generate_series(1, $3::int) i`,
+      [owner, job, ROWS],
+    );
+    await pg.query('analyze models; analyze api_keys; analyze webhook_deliveries');
+  }, 120_000);
+
+  const models = (filter: string) =>
+    t.gql(
+      `{ models(filter: ${filter}, first: 50) { nodes { id } pageInfo { hasNextPage scanLimited } } }`,
+      {},
+      auth,
+    );
+
+  it.each([
+    ['{}'],
+    ['{ tags: ["common"] }'],
+    ['{ tags: ["rare"] }'],
+    ['{ mine: true }'],
+    ['{ mine: true, tags: ["rare"] }'],
+  ])('models(filter: %s) reads through its keyset index, within the budget', async (filter) => {
+    const plans = await plansOf('models', async () =>
+      expect((await models(filter)).body.errors).toBeUndefined(),
+    );
+    expectBounded(plans, 'models', /^models_(created_at_id|owner_created_at)_index$/);
+  });
+
+  it('a rare tag answers a short page that says so', async () => {
+    const res = await models('{ tags: ["rare"] }');
+    expect(res.body.data.models.nodes.length).toBeLessThan(50);
+    expect(res.body.data.models.pageInfo).toEqual({ hasNextPage: true, scanLimited: true });
+  });
+
+  it('API keys read through the owner index', async () => {
+    const plans = await plansOf('api_keys', () =>
+      t.http().get('/api/v1/tokens?limit=50').set('authorization', auth).expect(200),
+    );
+    expectBounded(plans, 'api_keys', 'api_keys_owner_created_at_index');
+  });
+
+  it("a job's webhook messages read through the job index", async () => {
+    const plans = await plansOf('webhook_deliveries', async () => {
+      const res = await t.gql(
+        'query ($job: ID!) { webhookDeliveries(jobId: $job, first: 50) { nodes { id } } }',
+        { job },
+        auth,
+      );
+      expect(res.body.data.webhookDeliveries.nodes).toHaveLength(50);
+    });
+    expectBounded(plans, 'webhook_deliveries', 'webhook_deliveries_job_created_at_id_index');
+  });
+});

@@ -238,3 +238,8 @@ export function installTextArrayParser(): void {
   const fallback = types.getTypeParser(TEXT_ARRAY_OID, 'text') as (text: string) => unknown;
   types.setTypeParser(TEXT_ARRAY_OID, 'text', textArrayParser(fallback));
 }
+
+/** A PostgreSQL text[] literal (every element quoted, so commas and braces in tags are data). */
+export function textArray(values: string[]): string {
+  return `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
+}

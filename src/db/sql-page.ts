@@ -64,7 +64,7 @@ export async function sqlPage<T extends Keyed>(
   }
   const values = (cs: SqlCondition[]) => cs.flatMap(([, ...v]) => v);
   const sql = (cs: SqlCondition[]) => cs.map(([s]) => s).join(' and ');
-  const scan = `from ${from} where ${sql(all)} order by ${createdAt} desc, ${id} desc`;
+  const scan = `from ${from} where ${sql(all) || 'true'} order by ${createdAt} desc, ${id} desc`;
   if (!filter.length) {
     const rows = await queryRows(
       em,

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
 import { AppError } from '../common/errors';
-import { prefixedColumns, textTimesReader, type WithTextTimes } from '../db/rows';
+import { prefixedColumns, textArray, textTimesReader, type WithTextTimes } from '../db/rows';
 import { isUuid } from '../common/ids';
 import type { Logger } from '../common/logger';
 import type { Page, PageArgs } from '../common/pagination';
@@ -330,9 +330,4 @@ export class MediaService {
     await this.storage.delete(storageKey(asset));
     await this.orm.em.fork().nativeDelete(MediaAsset, { id: asset.id });
   }
-}
-
-/** A PostgreSQL text[] literal (every element quoted, so commas and braces in tags are data). */
-function textArray(values: string[]): string {
-  return `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
 }

@@ -3,7 +3,6 @@ import {
   ForeignKeyConstraintViolationException,
   UniqueConstraintViolationException,
   raw,
-  type FilterQuery,
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
@@ -12,7 +11,8 @@ import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
-import { readByIds } from '../db/rows';
+import { readByIds, rowReader, textArray } from '../db/rows';
+import { sqlPage } from '../db/sql-page';
 import { Model, ModelFollow, ModelLike, type ModelReaction } from './model.entity';
 import { checkDefinition, type ModelDefinitionInput } from './model.validation';
 
@@ -93,13 +93,29 @@ export class ModelService {
     return readByIds(this.orm, Model, ids);
   }
 
-  /** The catalogue, newest first. The tag filter is an array overlap (`&&`) served by a GIN index. */
+  /**
+   * The catalogue (or the principal's own models), newest first, as plain read-only rows. The
+   * tag filter is checked per row within the scan budget: a GIN index finds tagged models but not
+   * in the list's order, so a common tag read every tagged model per page.
+   */
   async list(principal: Principal, filter: ModelFilter, args: PageArgs): Promise<Page<Model>> {
-    const where: FilterQuery<Model>[] = [];
     const tags = normaliseTags(filter.tags);
-    if (tags.length) where.push({ tags: { $overlap: tags } });
-    if (filter.mine) where.push(ownedBy(principal));
-    return findPage(this.orm.em.fork(), Model, where.length ? { $and: where } : {}, args);
+    const owner = filter.mine ? ownedBy(principal) : null;
+    return sqlPage(
+      this.orm.em,
+      'models',
+      {
+        where: owner
+          ? [
+              ['owner_type = ?', owner.ownerType],
+              ['owner_id = ?', owner.ownerId],
+            ]
+          : [],
+        filter: tags.length ? [['tags && ?::text[]', textArray(tags)]] : [],
+      },
+      args,
+      rowReader(this.orm, Model),
+    );
   }
 
   async update(principal: Principal, id: string, input: ModelDefinitionInput): Promise<Model> {
