@@ -17,6 +17,7 @@ import { Migration20261124000204_retries_webhooks } from './Migration20261124000
 import { Migration20261124002036_idempotency_keys } from './Migration20261124002036_idempotency_keys';
 import { Migration20261126142114_idempotency_made } from './Migration20261126142114_idempotency_made';
 import { Migration20261126143000_queue_workers } from './Migration20261126143000_queue_workers';
+import { Migration20261126143112_teams_roles } from './Migration20261126143112_teams_roles';
 import { Migration20261126153000_list_indexes } from './Migration20261126153000_list_indexes';
 
 export const migrationsList = [
@@ -38,5 +39,6 @@ export const migrationsList = [
   { name: 'Migration20261124002036_idempotency_keys', class: Migration20261124002036_idempotency_keys },
   { name: 'Migration20261126142114_idempotency_made', class: Migration20261126142114_idempotency_made },
   { name: 'Migration20261126143000_queue_workers', class: Migration20261126143000_queue_workers },
+  { name: 'Migration20261126143112_teams_roles', class: Migration20261126143112_teams_roles },
   { name: 'Migration20261126153000_list_indexes', class: Migration20261126153000_list_indexes },
 ];

@@ -5,12 +5,14 @@ import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
+import { teamRoutes } from './routes/teams.routes';
 import { tokenRoutes } from './routes/tokens.routes';
 import { webhookRoutes } from './routes/webhooks.routes';
 
 /** The whole REST compatibility table, one entry per legacy path. */
 export const restRoutes: RestRoute[] = [
   ...tokenRoutes,
+  ...teamRoutes,
   ...authRoutes,
   ...mediaRoutes,
   ...modelRoutes,

@@ -86,8 +86,16 @@ export interface Config {
   graphqlIntrospection: boolean;
   graphqlIde: boolean;
   shutdownTimeoutMs: number;
-  /** How often a websocket's credential is checked again (revoked keys, expired tokens). */
+  /** How often a websocket's credential is checked again (revoked keys, expired tokens, removed members). */
   subscriptionAuthRecheckSeconds: number;
+  /** How long a team invitation can be accepted. */
+  teamInviteTtlHours: number;
+  /** Where invitation mails go out (smtp: or smtps:); unset: the inviter passes the link on. */
+  smtpUrl: string | undefined;
+  /** The From of invitation mails. */
+  mailFrom: string;
+  /** How long team audit records are kept. */
+  auditRetentionDays: number;
   telephonyNumbers: readonly NumberRange[];
   telephonyExtensions: readonly NumberRange[];
   telephonySipDomain: string | undefined;
@@ -483,6 +491,10 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     graphqlIde: p.bool('GRAPHQL_IDE', nodeEnv !== 'production'),
     shutdownTimeoutMs: p.int('SHUTDOWN_TIMEOUT_MS', 30000, 0, 600000),
     subscriptionAuthRecheckSeconds: p.int('SUBSCRIPTION_AUTH_RECHECK_SECONDS', 60, 1, 3600),
+    teamInviteTtlHours: p.int('TEAM_INVITE_TTL_HOURS', 168, 1, 24 * 365),
+    smtpUrl: p.url('SMTP_URL', undefined, ['smtp:', 'smtps:'], true),
+    mailFrom: p.str('MAIL_FROM', 'media-platform@localhost'),
+    auditRetentionDays: p.int('AUDIT_RETENTION_DAYS', 365, 1, 36500),
     telephonyNumbers: p.ranges('TELEPHONY_NUMBERS'),
     telephonyExtensions: p.ranges('TELEPHONY_EXTENSIONS', '1000-8999'),
     telephonySipDomain: p.matching('TELEPHONY_SIP_DOMAIN', /^[A-Za-z0-9.-]{1,253}$/, 'a domain name'),

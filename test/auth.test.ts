@@ -171,6 +171,8 @@ describe('API keys', () => {
       id: expect.any(String),
       name: 'ci',
       team_id: null,
+      role: null,
+      created_by: { user_id: expect.any(String), username: expect.any(String) },
       token: expect.stringMatching(/^[0-9a-f-]{36}$/),
       created_at: expect.any(String),
       last_used_at: null,
@@ -302,9 +304,12 @@ describe('teams and organisation tokens', () => {
     expect(teamKey.status).toBe(201);
     expect(teamKey.body.team_id).toBe(team.body.id);
 
-    // The team token is the team: it sees the team's keys only, and is told it is a team.
+    // The team token is the team, and is told it is a team. Its role (`member` by default) does
+    // not manage the team's keys: only admins and owners list them (docs/teams.md).
     const asTeam = await t.http().get('/api/v1/tokens').set('x-service-key', teamKey.body.token);
-    expect(asTeam.body.map((k: { name: string }) => k.name)).toEqual(['acme-ci']);
+    expect(asTeam.status).toBe(403);
+    const asOwner = await t.http().get(`/api/v1/tokens?team_id=${team.body.id}`).set('authorization', owner);
+    expect(asOwner.body.map((k: { name: string }) => k.name)).toEqual(['acme-ci']);
     const me = await t.http().post('/graphql').set('x-service-key', teamKey.body.token).send({ query: ME });
     expect(me.body.data.me.teamId).toBe(team.body.id);
 

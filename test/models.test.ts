@@ -4,6 +4,7 @@ import type { RestModelFragment } from '../rest-compat/generated/graphql';
 import { Model } from '../src/models/model.entity';
 import { BUILTIN_MODELS, seedBuiltinModels } from '../src/models/model.seed';
 import { incrementRunCount } from '../src/models/model.service';
+import { User } from '../src/users/user.entity';
 import { planOf } from './helpers/sql';
 import { startTestApp, type TestApp } from './helpers/app';
 
@@ -13,6 +14,8 @@ let recording: string[] | null = null;
 let owner: string;
 let other: string;
 let teamKey: string;
+/** The team's owner acting for it through the web app's session token (keys are never admins). */
+let teamOwner: string;
 
 beforeAll(async () => {
   t = await startTestApp({}, { onQuery: (sql) => recording?.push(sql) });
@@ -25,6 +28,9 @@ beforeAll(async () => {
     .set('authorization', owner)
     .send({ name: 'team', team_id: team.body.id });
   teamKey = key.body.token;
+  const user = await t.runtime.orm.em.fork().findOneOrFail(User, { subject: 'model-owner' });
+  const cookie = await t.runtime.services.sessions.open(user, null);
+  teamOwner = `Bearer ${(await t.runtime.services.login.sessionToken({ cookie, teamId: team.body.id })).accessToken}`;
 });
 afterAll(() => t.close());
 
@@ -262,7 +268,9 @@ describe('creating models', () => {
 
   it('belongs to the team when a team token creates it', async () => {
     const id = await createModel(asTeam());
-    expect((await gqlModel(id, asTeam())).data.model.viewerCanEdit).toBe(true);
+    // A team key is a `member`: it creates team models, its admins and owners change them.
+    expect((await gqlModel(id, asTeam())).data.model.viewerCanEdit).toBe(false);
+    expect((await gqlModel(id, teamOwner)).data.model.viewerCanEdit).toBe(true);
     expect((await gqlModel(id, owner)).data.model.viewerCanEdit).toBe(false);
   });
 });
@@ -502,6 +510,9 @@ describe('updating and deleting', () => {
     expect((await call('put', `/api/v1/models/${randomUUID()}`, owner, { name: 'x' })).status).toBe(404);
     expect((await call('delete', `/api/v1/models/${randomUUID()}`, owner)).status).toBe(404);
     expect((await call('put', `/api/v1/models/${teamModel}`, asTeam(), { name: 'Team XL' })).status).toBe(
+      403,
+    );
+    expect((await call('put', `/api/v1/models/${teamModel}`, teamOwner, { name: 'Team XL' })).status).toBe(
       200,
     );
   });

@@ -404,6 +404,74 @@ describe('every documented operation, answered for real', () => {
     await expectStatus(call('get', '/api/v1/teams'), 401);
   });
 
+  it('team members, invitations and the audit log', async () => {
+    const team = await expectStatus(call('post', '/api/v1/teams', { auth, json: { name: 'Crew' } }), 201);
+    const teamId = (team.body as { id: string }).id;
+    // Two more people, signed in to the web app (its session tokens: the services open them here).
+    const signedIn = async (sub: string) => {
+      const user = await t.runtime.services.users.upsertFromClaims({ sub, preferred_username: sub });
+      const cookie = await t.runtime.services.sessions.open(user, null);
+      return `Bearer ${(await t.runtime.services.login.sessionToken({ cookie })).accessToken}`;
+    };
+    const guest = await signedIn('oa-guest');
+    const declined = await signedIn('oa-decliner');
+    await expectStatus(call('get', `/api/v1/teams/${teamId}`, { auth }), 200);
+    const invite = await expectStatus(
+      call('post', `/api/v1/teams/${teamId}/invites`, {
+        auth,
+        json: { username: 'oa-guest', role: 'viewer' },
+      }),
+      201,
+    );
+    await expectStatus(call('get', `/api/v1/teams/${teamId}/invites`, { auth }), 200);
+    await expectStatus(call('get', '/api/v1/invites', { auth: guest }), 200);
+    await expectStatus(
+      call('post', '/api/v1/invites/accept', {
+        auth: guest,
+        json: { token: (invite.body as { token: string }).token },
+      }),
+      200,
+    );
+    const other = await expectStatus(
+      call('post', `/api/v1/teams/${teamId}/invites`, { auth, json: { username: 'oa-decliner' } }),
+      201,
+    );
+    await expectStatus(
+      call('post', '/api/v1/invites/decline', {
+        auth: declined,
+        json: { invite_id: (other.body as { id: string }).id },
+      }),
+      200,
+    );
+    const revoked = await expectStatus(
+      call('post', `/api/v1/teams/${teamId}/invites`, { auth, json: { email: 'later@x.test' } }),
+      201,
+    );
+    await expectStatus(
+      call('delete', `/api/v1/teams/${teamId}/invites/${(revoked.body as { id: string }).id}`, { auth }),
+      204,
+    );
+    const members = await expectStatus(call('get', `/api/v1/teams/${teamId}/members`, { auth }), 200);
+    const guestId = (members.body as { user_id: string; username: string }[]).find(
+      (m) => m.username === 'oa-guest',
+    )!.user_id;
+    await expectStatus(
+      call('put', `/api/v1/teams/${teamId}/members/${guestId}`, { auth, json: { role: 'member' } }),
+      200,
+    );
+    await expectStatus(
+      call('put', `/api/v1/teams/${teamId}/members/${guestId}`, { auth: guest, json: { role: 'owner' } }),
+      403,
+    );
+    await expectStatus(
+      call('get', `/api/v1/teams/${teamId}/audit?limit=2&action=member.invited`, { auth }),
+      200,
+    );
+    await expectStatus(call('delete', `/api/v1/teams/${teamId}/members/${guestId}`, { auth }), 204);
+    await expectStatus(call('delete', `/api/v1/teams/${teamId}`, { auth }), 204);
+    await expectStatus(call('get', `/api/v1/teams/${teamId}`, { auth }), 404);
+  });
+
   it('media, models, deployments and jobs', async () => {
     const form = new FormData();
     form.append('tags', 'cats,pets');

@@ -48,7 +48,7 @@ function tagList(req: Request, name: string): string[] | undefined {
   return v.split(',');
 }
 
-/** Media: `{base_url}/api/v1/media` (the upload is `upload.route.ts`, a byte stream). */
+/** Media: `{base_url}/api/v1/media` (the upload is `upload.routes.ts`, a byte stream). */
 export const mediaRoutes = [
   route({
     method: 'get',

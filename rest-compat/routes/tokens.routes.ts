@@ -25,17 +25,26 @@ const apiKeyFields = {
   id: uuid,
   name: string,
   team_id: nullable(uuid),
+  role: nullable(enumOf(['member', 'viewer'])),
+  created_by: object({ user_id: uuid, username: nullable(string) }),
   created_at: isoTime,
   last_used_at: nullable(isoTime),
   revoked_at: nullable(isoTime),
 };
 const apiKeySchema = object(apiKeyFields);
-const teamSchema = object({ id: uuid, name: string, role: enumOf(['owner', 'member']), created_at: isoTime });
+const teamSchema = object({
+  id: uuid,
+  name: string,
+  role: enumOf(['viewer', 'member', 'admin', 'owner']),
+  created_at: isoTime,
+});
 
 const apiKeyJson = (k: RestApiKeyFragment) => ({
   id: k.id,
   name: k.name,
   team_id: k.teamId,
+  role: k.role,
+  created_by: { user_id: k.createdById, username: k.createdByUsername },
   created_at: k.createdAt,
   last_used_at: k.lastUsedAt,
   revoked_at: k.revokedAt,
@@ -55,14 +64,20 @@ export const tokenRoutes = [
     path: '/api/v1/tokens',
     summary:
       "Create an API key (with `team_id`: the team's organisation token); its value is shown only here",
-    request: requestBody({ name: string, team_id: uuid }, ['name']),
+    request: requestBody({ name: string, team_id: uuid, role: enumOf(['member', 'viewer']) }, ['name']),
     ...idempotency,
     status: 201,
     response: object({ ...apiKeyFields, token: uuid }),
     document: CreateApiKeyDocument,
     variables: (req) => {
       const b = body(req);
-      return { input: { name: b.name as string, teamId: optionalString(b, 'team_id') } };
+      return {
+        input: {
+          name: b.name as string,
+          teamId: optionalString(b, 'team_id'),
+          role: optionalString(b, 'role'),
+        },
+      };
     },
     respond: ({ createApiKey }) => ({
       status: 201,
@@ -74,7 +89,7 @@ export const tokenRoutes = [
     path: '/api/v1/tokens',
     summary: 'List API keys (with `team_id`: a team of yours)',
     paged: true,
-    query: { team_id: { description: 'a team you own', schema: uuid } },
+    query: { team_id: { description: 'a team you administer', schema: uuid } },
     response: arrayOf(apiKeySchema),
     document: ListApiKeysDocument,
     variables: (req) => ({

@@ -1,6 +1,6 @@
 import { Entity, Index, ManyToOne, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import { Team } from '../teams/team.entity';
+import { Team, type TeamRole } from '../teams/team.entity';
 import { User } from '../users/user.entity';
 import type { OwnerType } from './principal';
 
@@ -28,6 +28,10 @@ export class ApiKey {
 
   @ManyToOne(() => Team, { nullable: true, deleteRule: 'cascade' })
   team: Team | null = null;
+
+  /** A team key's role (`member` or `viewer`); null for a user's own key. */
+  @Property({ type: 'text', nullable: true })
+  role: TeamRole | null = null;
 
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();

@@ -4,9 +4,12 @@ import { AppError } from '../common/errors';
 import type { IdempotentCreation } from '../graphql/graphql.context';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { isUuid } from '../common/ids';
-import { validateName, type TeamService } from '../teams/team.service';
+import type { AuditLog } from '../teams/audit.service';
+import type { TeamRole } from '../teams/team.entity';
+import { forbidden, rankOf, roleAllows } from '../teams/team.roles';
+import { validateName, validateRole, type TeamService } from '../teams/team.service';
 import { ApiKey } from './api-key.entity';
-import { isOwnedBy, ownedBy, requireUserToken, type Principal } from './principal';
+import { isOwnedBy, ownedBy, type Principal } from './principal';
 
 export function hashApiKey(value: string): string {
   return createHash('sha256').update(value.toLowerCase()).digest('hex');
@@ -15,6 +18,9 @@ export function hashApiKey(value: string): string {
 /** What an API key is called among the things made under an Idempotency-Key. */
 const IDEMPOTENT_KIND = 'api_key';
 
+/** The roles a team key may have: it never manages the team. */
+const KEY_ROLES: readonly TeamRole[] = ['viewer', 'member'];
+
 /** lastUsedAt is a hint for humans; writing it at most once a minute keeps reads cheap. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -22,19 +28,22 @@ export class ApiKeyService {
   constructor(
     private readonly orm: MikroORM,
     private readonly teams: TeamService,
+    private readonly audit: AuditLog,
   ) {}
 
   /**
-   * Creates a key for the user, or for a team the user owns. The value is returned only here, so
-   * a repeat (same Idempotency-Key) of a request whose process died before storing its answer
-   * cannot answer it again: CONFLICT, naming the key made, rather than a second key.
+   * Creates a key for the user, or (admins and owners) for a team with a role (`member` by default,
+   * never above the creator's). The value is returned only here, so a repeat (same
+   * Idempotency-Key) of a request whose process died before storing its answer cannot answer it
+   * again: CONFLICT, naming the key made, rather than a second key.
    */
   async create(
     principal: Principal,
-    input: { name: string; teamId?: string | null },
+    input: { name: string; teamId?: string | null; role?: string | null },
     idempotency?: IdempotentCreation,
   ): Promise<{ key: ApiKey; value: string }> {
-    requireUserToken(principal, 'create API keys');
+    if (principal.credential === 'api_key')
+      throw new AppError('FORBIDDEN', 'an API key cannot create API keys');
     const earlier = idempotency?.previous(IDEMPOTENT_KIND);
     if (earlier)
       throw new AppError(
@@ -44,45 +53,80 @@ export class ApiKeyService {
           `(DELETE /api/v1/tokens/${earlier}) and create another under a new Idempotency-Key`,
       );
     const name = validateName(input.name);
-    const membership = input.teamId ? await this.teams.requireRole(principal, input.teamId, ['owner']) : null;
-    const value = randomUUID();
-    // The key and, under an Idempotency-Key, the record that it was made: one transaction.
-    const key = await this.orm.em.fork().transactional(async (em) => {
-      const created = em.create(ApiKey, {
+    const teamId = input.teamId ?? principal.team?.id ?? null;
+    if (!teamId && input.role) throw AppError.validation({ role: 'only a team key has a role' });
+    const role = teamId ? validateRole(input.role ?? 'member', 'role', KEY_ROLES) : null;
+    const em = this.orm.em.fork();
+    return em.transactional(async (tx) => {
+      const team = teamId
+        ? await this.teams.require(principal, teamId, 'manage', 'create team API keys', tx)
+        : null;
+      if (team && role && rankOf(role) > rankOf(team.role))
+        throw new AppError('FORBIDDEN', `a key's role cannot exceed its creator's (${team.role})`);
+      const value = randomUUID();
+      const key = tx.create(ApiKey, {
         name,
         keyHash: hashApiKey(value),
-        ownerType: membership ? 'team' : 'user',
-        ownerId: membership ? membership.team.id : principal.user.id,
+        ownerType: team ? 'team' : 'user',
+        ownerId: team ? team.team.id : principal.user.id,
         createdBy: principal.user.id,
-        team: membership?.team.id ?? null,
+        team: team?.team.id ?? null,
+        role,
       });
-      const made = idempotency?.record(IDEMPOTENT_KIND, created.id);
-      if (made) await em.execute(made.sql, made.params);
-      return created; // flushed as the transaction commits
+      if (team)
+        this.audit.record(tx, principal, team.team.id, {
+          action: 'api_key.created',
+          targetType: 'api_key',
+          targetId: key.id,
+          details: { name, role },
+        });
+      // Under an Idempotency-Key, the record that it was made: in the same transaction.
+      const made = idempotency?.record(IDEMPOTENT_KIND, key.id);
+      if (made) await tx.execute(made.sql, made.params);
+      await tx.flush();
+      await tx.populate(key, ['createdBy']);
+      return { key, value };
     });
-    return { key, value };
   }
 
-  /** The principal's own keys; a team owner may list a team's keys by naming the team. */
+  /** The principal's own keys; a team's admins and owners list a team's keys by naming the team. */
   async list(principal: Principal, input: { teamId?: string | null }, args: PageArgs): Promise<Page<ApiKey>> {
     let where: { ownerType: 'user' | 'team'; ownerId: string } = ownedBy(principal);
-    if (input.teamId && !(principal.team && principal.team.id === input.teamId)) {
-      const membership = await this.teams.requireRole(principal, input.teamId, ['owner']);
-      where = { ownerType: 'team', ownerId: membership.team.id };
+    if (input.teamId || principal.team) {
+      const { team } = await this.teams.require(
+        principal,
+        input.teamId ?? principal.team?.id,
+        'manage',
+        'list team API keys',
+      );
+      where = { ownerType: 'team', ownerId: team.id };
     }
-    return findPage(this.orm.em.fork(), ApiKey, where, args);
+    return findPage(this.orm.em.fork(), ApiKey, where, args, { populate: ['createdBy'] });
   }
 
   /** Revocation is immediate: every request looks the key up afresh. Revoking twice is a no-op. */
   async revoke(principal: Principal, id: string): Promise<ApiKey> {
-    const em = this.orm.em.fork();
-    const key = isUuid(id) ? await em.findOne(ApiKey, { id }) : null;
-    if (!key || !(await this.mayManage(principal, key))) throw AppError.notFound('API key');
-    if (!key.revokedAt) {
-      key.revokedAt = new Date();
-      await em.flush();
-    }
-    return key;
+    return this.orm.em.fork().transactional(async (em) => {
+      const key = isUuid(id) ? await em.findOne(ApiKey, { id }, { populate: ['createdBy'] }) : null;
+      if (!key) throw AppError.notFound('API key');
+      if (key.ownerType === 'team') {
+        const view = await this.teams.access(principal, key.ownerId, em).catch(() => null);
+        if (!view) throw AppError.notFound('API key');
+        if (!roleAllows(view.role, 'manage')) throw forbidden(view.role, 'revoke team API keys');
+      } else if (!isOwnedBy(key, principal)) {
+        throw AppError.notFound('API key');
+      }
+      if (!key.revokedAt) {
+        key.revokedAt = new Date();
+        if (key.ownerType === 'team')
+          this.audit.record(em, principal, key.ownerId, {
+            action: 'api_key.revoked',
+            targetType: 'api_key',
+            targetId: key.id,
+          });
+      }
+      return key;
+    });
   }
 
   /** Finds the live key with this value, with its creator and team loaded. */
@@ -97,14 +141,5 @@ export class ApiKeyService {
       await em.nativeUpdate(ApiKey, { id: key.id }, { lastUsedAt: new Date() });
     }
     return key;
-  }
-
-  private async mayManage(principal: Principal, key: ApiKey): Promise<boolean> {
-    if (isOwnedBy(key, principal)) return true;
-    if (principal.team || key.ownerType !== 'team') return false;
-    return this.teams
-      .requireRole(principal, key.ownerId, ['owner'])
-      .then(() => true)
-      .catch(() => false);
   }
 }

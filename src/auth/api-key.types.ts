@@ -13,6 +13,15 @@ export class ApiKeyType {
   @Field(() => ID, { nullable: true, description: 'Set for an organisation token.' })
   teamId!: string | null;
 
+  @Field(() => String, { nullable: true, description: "A team key's role: `member` or `viewer`." })
+  role!: string | null;
+
+  @Field(() => ID, { description: "Who created it (a team key stays when they leave: it is the team's)." })
+  createdById!: string;
+
+  @Field(() => String, { nullable: true })
+  createdByUsername!: string | null;
+
   @Field(() => Date)
   createdAt!: Date;
 
@@ -27,6 +36,9 @@ export class ApiKeyType {
       id: key.id,
       name: key.name,
       teamId: key.ownerType === 'team' ? key.ownerId : null,
+      role: key.role,
+      createdById: key.createdBy.id,
+      createdByUsername: (key.createdBy.username as string | undefined) ?? null,
       createdAt: key.createdAt,
       lastUsedAt: key.lastUsedAt,
       revokedAt: key.revokedAt,
@@ -52,4 +64,7 @@ export class CreateApiKeyInput {
 
   @Field(() => ID, { nullable: true, description: 'Makes the key an organisation token of this team.' })
   teamId?: string | null;
+
+  @Field(() => String, { nullable: true, description: "A team key's role: `member` (default) or `viewer`." })
+  role?: string | null;
 }

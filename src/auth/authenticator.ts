@@ -94,13 +94,15 @@ export class Authenticator {
       credential,
       apiKeyId: null,
       isAdmin: this.config.adminSubjects.includes(user.subject),
+      teamRole: null,
     };
   }
 
   /** Never cached, like API keys: signing out must end the web app's tokens at once. */
   private async fromSessionToken(value: string): Promise<Principal> {
-    const token = await this.sessions.byToken(value);
-    if (!token) throw new AppError('UNAUTHENTICATED', 'unknown or expired session token: get a new one');
+    const found = await this.sessions.byToken(value);
+    if (!found) throw new AppError('UNAUTHENTICATED', 'unknown or expired session token: get a new one');
+    const { token, role } = found;
     const { user } = token.session;
     return {
       user,
@@ -108,6 +110,7 @@ export class Authenticator {
       credential: 'session_token',
       apiKeyId: null,
       isAdmin: !token.team && this.config.adminSubjects.includes(user.subject),
+      teamRole: role,
     };
   }
 
@@ -120,6 +123,7 @@ export class Authenticator {
       credential: 'api_key',
       apiKeyId: key.id,
       isAdmin: !key.team && this.config.adminSubjects.includes(key.createdBy.subject),
+      teamRole: key.team ? (key.role ?? 'member') : null,
     };
   }
 }

@@ -1,5 +1,5 @@
 import { AppError } from '../common/errors';
-import type { Team } from '../teams/team.entity';
+import type { Team, TeamRole } from '../teams/team.entity';
 import type { User } from '../users/user.entity';
 
 export type OwnerType = 'user' | 'team';
@@ -24,6 +24,13 @@ export interface Principal {
   credential: 'user_token' | 'api_key' | 'session' | 'session_token' | 'service';
   apiKeyId: string | null;
   isAdmin: boolean;
+  /**
+   * The caller's role in `team`, resolved once at authentication: a session token's is the user's
+   * membership now, a team API key's is the key's own. Null when acting as the user.
+   */
+  teamRole: TeamRole | null;
+  /** Where the request came from, for audit records; set per request by the server. */
+  origin?: { requestId: string; clientAddress: string | null };
 }
 
 export function ownerOf(principal: Principal): Owner {
@@ -71,5 +78,6 @@ export function actingAs(owner: Owner): Principal {
     credential: 'service',
     apiKeyId: null,
     isAdmin: false,
+    teamRole: owner.type === 'team' ? 'viewer' : null,
   };
 }

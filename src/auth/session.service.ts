@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../common/errors';
-import { TeamMember } from '../teams/team.entity';
+import { TeamMember, type TeamRole } from '../teams/team.entity';
 import type { User } from '../users/user.entity';
 import { LoginAttempt, LoginSession, SessionToken } from './session.entity';
 import { sweeper } from './sweeper';
@@ -93,8 +93,11 @@ export class SessionService {
     return { value, expiresAt };
   }
 
-  /** The live token of a value, with its session's user and its team; null when unknown or expired. */
-  async byToken(value: string): Promise<SessionToken | null> {
+  /**
+   * The live token of a value, with its session's user, its team and the user's role in it now;
+   * null when unknown or expired.
+   */
+  async byToken(value: string): Promise<{ token: SessionToken; role: TeamRole | null } | null> {
     const now = new Date();
     const em = this.orm.em.fork();
     const token = await em.findOne(
@@ -102,10 +105,15 @@ export class SessionService {
       { tokenHash: sha256(value), expiresAt: { $gt: now }, session: { expiresAt: { $gt: now } } },
       { populate: ['session.user', 'team'] },
     );
-    // Acting as a team lasts only while the user is still one of its members.
-    if (token?.team && !(await em.count(TeamMember, { team: token.team.id, user: token.session.user.id })))
-      return null;
-    return token;
+    if (!token) return null;
+    if (!token.team) return { token, role: null };
+    // Acting as a team lasts only while the user is still one of its members, with the role held now.
+    const member = await em.findOne(
+      TeamMember,
+      { team: token.team.id, user: token.session.user.id },
+      { fields: ['role'] },
+    );
+    return member ? { token, role: member.role } : null;
   }
 
   /** Keeps what the callback must check until the flow returns (LOGIN_ATTEMPT_TTL_MS at most). */

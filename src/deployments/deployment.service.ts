@@ -2,6 +2,8 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { assertOwned, ownedBy, ownerOf, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
 import { AppError } from '../common/errors';
@@ -81,6 +83,8 @@ export class DeploymentService {
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
+    /** Deployments and retries for a team leave audit records, in their own statements. */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /**
@@ -109,6 +113,7 @@ export class DeploymentService {
     input: CreateDeploymentInput,
     opts: { waitSeconds?: number | null; idempotency?: IdempotentCreation } = {},
   ): Promise<{ deployment: Deployment; job: Job }> {
+    authorize(principal, 'write', 'create deployments');
     const wait = opts.waitSeconds ?? 0;
     if (!Number.isInteger(wait) || wait < 0 || wait > MAX_WAIT_SECONDS)
       throw AppError.validation({ wait: `must be an integer from 0 to ${MAX_WAIT_SECONDS} (seconds)` });
@@ -207,6 +212,18 @@ export class DeploymentService {
     // claim commits before the program starts, as a claim through the queue does. While other
     // jobs are queued, it queues behind them (first come, first served).
     const claim = this.worker?.reserve(jobId) ?? null;
+    // For a team, its audit record is one more part of the same statement.
+    const audit = this.audit?.statementPart(
+      principal,
+      {
+        action: 'deployment.created',
+        targetType: 'deployment',
+        targetId: deployment.id,
+        details: { job_id: jobId, model_id: model.id },
+      },
+      'd',
+    );
+    const auditPart = audit ? `\n       a as (${audit.sql}),` : '';
     // The service's hottest write, in one round trip and atomically: the deployment, its job and
     // first transition (and, claimed, its second), the model's run count, the dispatch task unless
     // claimed (so a job is dispatched if and only if it was created), its deadline task and its
@@ -220,7 +237,7 @@ export class DeploymentService {
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
                                   webhook, webhook_events_filter, created_at)
          values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::text[], ?) returning id),
-       ${made ? `k as (${made.sql}),` : ''}
+       ${made ? `k as (${made.sql}),` : ''}${auditPart}
        w as (select ?::uuid as id where not exists (select 1 from jobs where status = 'queued')),
        j as (
          insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
@@ -255,6 +272,7 @@ export class DeploymentService {
           `{${deployment.webhookEventsFilter.join(',')}}`,
           deployment.createdAt,
           ...(made?.params ?? []),
+          ...(audit?.params ?? []),
           claim?.workerId ?? null,
           jobId,
           model.id,
@@ -299,6 +317,7 @@ export class DeploymentService {
    * be runnable here, and the inputs must still be there.
    */
   async retry(principal: Principal, jobId: string, opts: { cancelAfter?: string | null } = {}): Promise<Job> {
+    authorize(principal, 'write', 'retry jobs');
     const cancelAfter = cancelAfterSeconds(opts.cancelAfter);
     // A retry runs a job like a new deployment does, so it spends the same allowance.
     await this.limit?.take(limitKey(principal, undefined), 'too many jobs started; try again shortly');
@@ -323,13 +342,19 @@ export class DeploymentService {
         'CONFLICT',
         `the input media ${gone.map((i) => i.mediaId).join(', ')} no longer exists`,
       );
+    const audit = this.audit?.statementPart(
+      principal,
+      { action: 'job.retried', targetType: 'job', details: { retry_of: job.id } },
+      'r_job',
+      'r_job.id::text',
+    );
     const rows: Record<string, unknown>[] = await em.execute(
       `with src as (select j.*, null::uuid as new_id, 1 as new_attempt,
                            now() + make_interval(secs => ?::double precision) as new_deadline
                     from jobs j where j.id = ?),
-       ${queuedCopySql('r', 'src')}
+       ${queuedCopySql('r', 'src')}${audit ? `, a as (${audit.sql})` : ''}
        select r_job.* from r_job, r_go`,
-      [cancelAfter, job.id],
+      [cancelAfter, job.id, ...(audit?.params ?? [])],
     );
     const retry = em.map(Job, rows[0]);
     this.lifecycle?.created(retry, retry.deployment.id);

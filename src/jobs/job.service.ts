@@ -1,5 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import type { Page, PageArgs } from '../common/pagination';
@@ -39,6 +41,8 @@ export interface TransitionFields {
    * same statement queues its next attempt.
    */
   infrastructure?: boolean;
+  /** An audit record's statement part (AuditLog.statementPart over `upd`), written if the job moves. */
+  audit?: { sql: string; params: unknown[] } | null;
 }
 
 /** The payload of a job event on CHANNELS.jobs. */
@@ -124,6 +128,8 @@ export class JobService {
     private readonly orm: MikroORM,
     /** Told of each transition this process makes (log lines, metrics). */
     private readonly lifecycle: JobLifecycle | null = null,
+    /** Cancellations for a team leave audit records. */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /**
@@ -221,10 +227,16 @@ export class JobService {
    * that has ended already is answered as it is.
    */
   async cancel(principal: Principal, id: string): Promise<Job> {
+    authorize(principal, 'write', 'cancel jobs');
     const job = await this.get(principal, id);
     if (isTerminal(job.status)) return job;
-    // Not moved: it ended meanwhile, and is answered as it is.
-    return (await this.transition(job.id, 'canceled')) ?? (await this.byId(job.id))!;
+    // Not moved: it ended meanwhile, and is answered as it is (and no record is written).
+    const audit = this.audit?.statementPart(
+      principal,
+      { action: 'job.canceled', targetType: 'job', targetId: job.id },
+      'upd',
+    );
+    return (await this.transition(job.id, 'canceled', { audit })) ?? (await this.byId(job.id))!;
   }
 
   /**
@@ -252,6 +264,8 @@ export class JobService {
                ${queuedCopySql('retry', 'src')}`;
       extras.push('(select count(*) from retry_go) as retried', '(select id from retry_job) as retry_id');
     }
+    // The change's audit record, in the same statement (written only if the job moves).
+    const audit = fields.audit ? `, audit as (${fields.audit.sql})` : '';
     const rows = await queryRows(
       this.orm.em,
       `with prev as (select id, status from jobs where id = ? for update),
@@ -261,7 +275,7 @@ export class JobService {
          returning j.*, prev.status as from_status
        ),
        ins as (insert into job_transitions (job_id, from_status, to_status, at)
-               select id, from_status, status, updated_at from upd returning id as seq)${publish}${retry}${webhooks}
+               select id, from_status, status, updated_at from upd returning id as seq)${audit}${publish}${retry}${webhooks}
        select ${prefixedColumns(this.orm, Job, 'upd', '')}, upd.from_status,
               pg_notify(?, ${jobEventSql('upd', 'ins.seq', 'upd.from_status')})
               ${extras.map((e) => `, ${e}`).join('')}
@@ -271,6 +285,7 @@ export class JobService {
         to,
         ...sets.params,
         `{${FROM[to].join(',')}}`,
+        ...(fields.audit?.params ?? []),
         ...(webhooks ? [`{${events.join(',')}}`] : []),
         CHANNELS.jobs,
       ],

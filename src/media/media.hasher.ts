@@ -1,4 +1,7 @@
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { DROP, END, HEADER, READ, SLEEPING, WANT, WRAP, WRITE } from './media.hasher.ring';
+import type { HasherData, HasherMessage } from './media.hasher.worker';
 
 /**
  * SHA-256 of uploads on a worker thread, fed through one shared ring of bytes (a
@@ -8,23 +11,7 @@ import { Worker } from 'node:worker_threads';
  * `[id, length][bytes]`, and publishes its position; the worker hashes them in order into one
  * hash per upload id. Messages remain only for what is rare: a digest, and "there is room again"
  * when the ring was full.
- *
- * Control words (Int32, in their own small SharedArrayBuffer):
- * WRITE / READ: positions in [0, 2 * RING_BYTES) (the ring's offset is position % RING_BYTES;
- * counting to twice its size tells full from empty); SLEEPING: the worker waits on WRITE;
- * WANT: the request's thread waits for room.
  */
-const WRITE = 0;
-const READ = 1;
-const SLEEPING = 2;
-const WANT = 3;
-
-/** Record lengths below zero are commands. */
-const END = -1;
-const DROP = -2;
-/** The rest of the ring is unused; the next record is at its start. */
-const WRAP = -3;
-const HEADER = 8;
 
 /**
  * All the memory hashing uses, whatever the number of uploads (the old pool held 16 x 1 MiB).
@@ -41,53 +28,8 @@ const RING_BYTES = 4 * 1024 * 1024;
 const WAKE_BYTES = 256 * 1024;
 /** An idle worker is stopped after this long (its memory back to the system). */
 const IDLE_MS = 30_000;
-
-/**
- * The worker: plain JavaScript evaluated by it, so it runs the same from `dist/` and under the
- * test runner. It never returns to its event loop: it hashes what is published, then sleeps on
- * WRITE (Worker.terminate interrupts the wait).
- */
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { createHash } = require('node:crypto');
-const { ring, control, size } = workerData;
-const c = new Int32Array(control);
-const head = new Int32Array(ring);
-const hashes = new Map();
-let read = Atomics.load(c, ${READ});
-for (;;) {
-  const write = Atomics.load(c, ${WRITE});
-  if (write === read) {
-    Atomics.store(c, ${SLEEPING}, 1);
-    if (Atomics.load(c, ${WRITE}) === read) Atomics.wait(c, ${WRITE}, read);
-    Atomics.store(c, ${SLEEPING}, 0);
-    continue;
-  }
-  while (read !== write) {
-    const at = read % size;
-    const id = head[at >> 2];
-    const length = head[(at >> 2) + 1];
-    let step = ${HEADER};
-    if (length === ${WRAP}) step = size - at;
-    else if (length >= 0) {
-      let h = hashes.get(id);
-      if (!h) hashes.set(id, (h = createHash('sha256')));
-      h.update(new Uint8Array(ring, at + ${HEADER}, length));
-      step += (length + 7) & ~7;
-    } else {
-      const h = hashes.get(id);
-      hashes.delete(id);
-      if (length === ${END}) parentPort.postMessage({ id, digest: (h ?? createHash('sha256')).digest('hex') });
-    }
-    read = (read + step) % (2 * size);
-    Atomics.store(c, ${READ}, read);
-    // Half the ring free is worth a message to an upload waiting for room.
-    if (Atomics.load(c, ${WANT}) && (Atomics.load(c, ${WRITE}) - read + 2 * size) % (2 * size) <= size / 2) {
-      Atomics.store(c, ${WANT}, 0);
-      parentPort.postMessage({ room: true });
-    }
-  }
-}`;
+/** The worker's program: compiled JavaScript from dist/, the TypeScript source under the tests. */
+const WORKER_FILE = path.join(__dirname, `media.hasher.worker${path.extname(__filename)}`);
 
 interface Pending {
   digest?: { resolve: (hex: string) => void; reject: (err: Error) => void };
@@ -116,7 +58,10 @@ function theHasher(): Hasher {
   if (hasher) return hasher;
   const ring = new SharedArrayBuffer(RING_BYTES);
   const control = new SharedArrayBuffer(16);
-  const worker = new Worker(WORKER, { eval: true, workerData: { ring, control, size: RING_BYTES } });
+  const worker = new Worker(WORKER_FILE, {
+    workerData: { ring, control, size: RING_BYTES } satisfies HasherData,
+    execArgv: WORKER_FILE.endsWith('.ts') ? ['--require', '@swc-node/register'] : [],
+  });
   const h: Hasher = {
     worker,
     ring: Buffer.from(ring),
@@ -124,12 +69,12 @@ function theHasher(): Hasher {
     control: new Int32Array(control),
     unwoken: 0,
   };
-  worker.on('message', (m: { id?: number; digest?: string; room?: boolean }) => {
-    if (m.room) return wakeWaiting();
-    const p = pending.get(m.id!);
+  worker.on('message', (m: HasherMessage) => {
+    if ('room' in m) return wakeWaiting();
+    const p = pending.get(m.id);
     if (!p) return;
-    pending.delete(m.id!);
-    p.digest?.resolve(m.digest!);
+    pending.delete(m.id);
+    p.digest?.resolve(m.digest);
     stopWhenIdle();
   });
   const fail = (err: Error) => {

@@ -1,4 +1,4 @@
-import { parseRange } from './media.http';
+import { parseRange } from './media.routes';
 
 describe('parseRange', () => {
   it.each([

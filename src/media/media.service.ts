@@ -1,6 +1,8 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Readable } from 'node:stream';
 import { assertOwned, ownedBy, ownerOf, type Owner, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { prefixedColumns, textArray, textTimesReader, type WithTextTimes } from '../db/rows';
 import { isUuid } from '../common/ids';
@@ -53,6 +55,8 @@ export class MediaService {
     private readonly storage: Storage,
     private readonly opts: MediaServiceOptions,
     private readonly log: Logger,
+    /** Deletions for a team leave audit records (none in scripts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /** The `{cdn_url}` root, ending in a slash: root + `media_key` is a file's URL. */
@@ -74,6 +78,7 @@ export class MediaService {
    * every byte is stored; any failure removes both the row and the bytes.
    */
   async upload(principal: Principal, input: UploadInput): Promise<MediaAsset> {
+    authorize(principal, 'write', 'upload media');
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
@@ -227,6 +232,7 @@ export class MediaService {
 
   /** Replaces the tags. */
   async updateTags(principal: Principal, id: string, tags: unknown): Promise<MediaAsset> {
+    authorize(principal, 'write', 'tag media');
     const normalised = normaliseTags(tags);
     const em = this.orm.em.fork();
     const asset = assertOwned(
@@ -241,14 +247,23 @@ export class MediaService {
 
   /** Hides the asset at once, then removes its bytes and its row. */
   async delete(principal: Principal, id: string): Promise<MediaAsset> {
+    authorize(principal, 'write', 'delete media');
     const asset = await this.get(principal, id);
-    const em = this.orm.em.fork();
-    const hidden = await em.nativeUpdate(
-      MediaAsset,
-      { id: asset.id, status: 'live' },
-      // updated_at starts the sweeper's grace: a delete in progress is not swept under it.
-      { status: 'deleting', updatedAt: new Date() },
-    );
+    const hidden = await this.orm.em.fork().transactional(async (em) => {
+      const n = await em.nativeUpdate(
+        MediaAsset,
+        { id: asset.id, status: 'live' },
+        // updated_at starts the sweeper's grace: a delete in progress is not swept under it.
+        { status: 'deleting', updatedAt: new Date() },
+      );
+      if (n)
+        this.audit?.recordForTeam(em, principal, {
+          action: 'media.deleted',
+          targetType: 'media',
+          targetId: asset.id,
+        });
+      return n;
+    });
     if (!hidden) throw AppError.notFound('media asset'); // a concurrent delete won
     // If storage is down, the row stays `deleting` (invisible) and the sweeper finishes later.
     await this.discard(asset).catch((err) =>

@@ -5,7 +5,9 @@ import {
   raw,
 } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { isOwnedBy, ownedBy, type Principal } from '../auth/principal';
+import { isOwnedBy, ownedBy, type OwnerType, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize, roleAllows } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import type { MachineTypes } from '../common/machine-types';
 import { isUuid } from '../common/ids';
@@ -36,7 +38,12 @@ const reactionEntity = (kind: ReactionKind) => (kind === 'like' ? ModelLike : Mo
 /** Who may change a model: its owner only. Built-in models belong to the service. */
 export function mayChange(principal: Principal, model: Pick<Model, 'builtin' | 'ownerType' | 'ownerId'>) {
   if (model.builtin || !model.ownerType || !model.ownerId) return false;
-  return isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal);
+  // A team's models are changed by its admins and owners (the role matrix, src/teams/team.roles.ts).
+  const role = principal.teamRole ?? 'viewer';
+  return (
+    isOwnedBy({ ownerType: model.ownerType, ownerId: model.ownerId }, principal) &&
+    (!principal.team || roleAllows(role, 'manage'))
+  );
 }
 
 /** Counts one deployment of a model on its own (tests; deployments compose RUN_COUNT_INCREMENT). */
@@ -56,9 +63,12 @@ export class ModelService {
     private readonly orm: MikroORM,
     /** MACHINE_TYPES_FILE's machine types, which models must name; null: any name. */
     private readonly machineTypes: MachineTypes | null = null,
+    /** Team changes leave audit records (none in scripts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   async create(principal: Principal, input: ModelDefinitionInput & { id?: string | null }): Promise<Model> {
+    authorize(principal, 'write', 'create models');
     if (input.id !== undefined && input.id !== null && !isUuid(input.id))
       throw AppError.validation({ id: 'must be a UUID' });
     const definition = checkDefinition(input, undefined, { machineTypes: this.machineTypes });
@@ -67,6 +77,11 @@ export class ModelService {
       ...definition,
       ...(input.id ? { id: input.id.toLowerCase() } : {}),
       ...ownedBy(principal),
+    });
+    this.audit?.recordForTeam(em, principal, {
+      action: 'model.created',
+      targetType: 'model',
+      targetId: model.id,
     });
     try {
       await em.flush();
@@ -122,6 +137,11 @@ export class ModelService {
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
     em.assign(model, checkDefinition(input, model, { machineTypes: this.machineTypes }));
+    this.audit?.recordForTeam(em, principal, {
+      action: 'model.updated',
+      targetType: 'model',
+      targetId: model.id,
+    });
     await em.flush();
     return model;
   }
@@ -130,7 +150,14 @@ export class ModelService {
     const em = this.orm.em.fork();
     const model = this.assertChangeable(principal, await this.find(em, id));
     // Likes and follows go with it (ON DELETE CASCADE).
-    await em.nativeDelete(Model, { id: model.id });
+    await em.transactional(async (tx) => {
+      await tx.nativeDelete(Model, { id: model.id });
+      this.audit?.recordForTeam(tx, principal, {
+        action: 'model.deleted',
+        targetType: 'model',
+        targetId: model.id,
+      });
+    });
     return model.id;
   }
 
@@ -200,7 +227,9 @@ export class ModelService {
   private assertChangeable(principal: Principal, model: Model): Model {
     if (model.builtin)
       throw new AppError('FORBIDDEN', 'built-in models belong to the service and cannot be changed');
-    if (!mayChange(principal, model)) throw new AppError('FORBIDDEN', "only the model's owner can change it");
-    return model;
+    if (mayChange(principal, model)) return model;
+    if (isOwnedBy(model as { ownerType: OwnerType; ownerId: string }, principal))
+      authorize(principal, 'manage', 'update or delete team models');
+    throw new AppError('FORBIDDEN', "only the model's owner can change it");
   }
 }

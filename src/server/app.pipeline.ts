@@ -1,8 +1,8 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Router, type RequestHandler } from 'express';
-import { jobEventRoutes } from '../../rest-compat/job-events.route';
+import { jobEventRoutes } from '../../rest-compat/job-events.routes';
 import { createRestRouter, type RestHandler } from '../../rest-compat/router';
-import { uploadRoutes } from '../../rest-compat/upload.route';
+import { uploadRoutes } from '../../rest-compat/upload.routes';
 import { authenticatedRequests } from '../auth/auth.http';
 import { loginRoutes } from '../auth/login.routes';
 import { AppError } from '../common/errors';
@@ -15,13 +15,13 @@ import { jsonBodies, noRoute, requestIds, requestLogs, sendError } from '../http
 import { plainJsonBodies } from '../http/http.json-body';
 import type { PipelineStep } from '../http/http.pipeline';
 import { idempotentRequests } from '../idempotency/idempotency.http';
-import { mediaFileRoutes } from '../media/media.http';
+import { mediaFileRoutes } from '../media/media.routes';
 import type { Metrics } from '../metrics/metrics';
 import { httpMetrics } from '../metrics/metrics.http';
 import type { RequestLimits } from '../rate-limits/request-limits';
 import { graphiqlRoutes } from './graphiql';
 import type { GraphqlServer } from './graphql.server';
-import { openApiRoutes } from './openapi.route';
+import { openApiRoutes } from './openapi.routes';
 import type { Services } from './services';
 import { webAppRoutes } from './web-app';
 

@@ -256,6 +256,8 @@ function startSweeper(services: Services, log: Logger): NodeJS.Timeout {
       .then((n) => n && log.info({ removed: n }, 'swept abandoned media'))
       .catch((err) => log.warn({ err }, 'media sweep failed'));
     void services.idempotency.sweep().catch((err) => log.warn({ err }, 'idempotency key sweep failed'));
+    // Audit records older than AUDIT_RETENTION_DAYS.
+    void services.audit.sweep().catch((err) => log.warn({ err }, 'audit log sweep failed'));
   };
   void sweep();
   return setInterval(sweep, SWEEP_INTERVAL_MS).unref();

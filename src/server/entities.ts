@@ -3,7 +3,7 @@ import { Model, ModelFollow, ModelLike } from '../models/model.entity';
 import { DevAccount, OidcProviderState } from '../auth/dev-issuer.entity';
 import { LoginAttempt, LoginSession, SessionToken } from '../auth/session.entity';
 import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from '../chat-bridge/chat-bridge.entity';
-import { Team, TeamMember } from '../teams/team.entity';
+import { AuditRecord, Team, TeamInvite, TeamMember } from '../teams/team.entity';
 import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Deployment } from '../deployments/deployment.entity';
@@ -20,6 +20,8 @@ export const entities = [
   User,
   Team,
   TeamMember,
+  TeamInvite,
+  AuditRecord,
   ApiKey,
   MediaAsset,
   Deployment,

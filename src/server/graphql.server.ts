@@ -70,7 +70,12 @@ class HttpContext implements RequestContext {
     readonly live: JobLive,
   ) {
     this.requestId = res.locals.requestId as string;
-    this.principal = (res.locals.principal as Principal | null) ?? null;
+    const principal = (res.locals.principal as Principal | null) ?? null;
+    // Audit records name the request and the client address.
+    this.principal = principal && {
+      ...principal,
+      origin: { requestId: this.requestId, clientAddress: req.ip ?? null },
+    };
     this.idempotency = res.locals.idempotency as IdempotentCreation | undefined;
     this[RESPONSE] = res;
   }

@@ -21,6 +21,7 @@ import type { Logger } from '../common/logger';
 import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService } from '../models/model.service';
+import { AuditLog } from '../teams/audit.service';
 import { TeamService } from '../teams/team.service';
 import { createCallOriginator } from '../telephony/call-originator.factory';
 import { callLinkLimit, TelephonyService } from '../telephony/telephony.service';
@@ -43,8 +44,13 @@ export interface ServiceDeps {
 export function createServices({ config, orm, verifier, storage, bus, log, metrics }: ServiceDeps) {
   const lifecycle = new JobLifecycle(log, metrics);
   const users = new UserService(orm);
-  const teams = new TeamService(orm);
-  const apiKeys = new ApiKeyService(orm, teams);
+  const audit = new AuditLog(orm, config.auditRetentionDays);
+  const teams = new TeamService(orm, audit, {
+    publicUrl: config.publicUrl,
+    inviteTtlHours: config.teamInviteTtlHours,
+    mail: config.smtpUrl !== undefined,
+  });
+  const apiKeys = new ApiKeyService(orm, teams, audit);
   const sessions = new SessionService(orm, config.sessionTtlSeconds, config.sessionTokenTtlSeconds);
   const authenticator = new Authenticator(config, verifier, users, apiKeys, sessions);
   const identityProvider = openIdClient({
@@ -71,21 +77,26 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         : undefined,
     },
     log,
+    audit,
   );
-  const models = new ModelService(orm, config.machineTypes);
+  const models = new ModelService(orm, config.machineTypes, audit);
   const telephony = new TelephonyService(
     orm,
     config,
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobs = new JobService(orm, lifecycle);
+  const jobs = new JobService(orm, lifecycle, audit);
   // The process's one listener for job events: every live consumer listens to it, none to the bus.
   const events = new JobEvents(bus, jobs, log);
-  const webhooks = new WebhookService(orm, {
-    allowHttp: config.webhookAllowHttp,
-    allowPrivate: config.webhookAllowPrivate,
-  });
+  const webhooks = new WebhookService(
+    orm,
+    {
+      allowHttp: config.webhookAllowHttp,
+      allowPrivate: config.webhookAllowPrivate,
+    },
+    audit,
+  );
   const deployments = new DeploymentService(
     orm,
     config,
@@ -101,6 +112,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         })
       : null,
     lifecycle,
+    audit,
   );
   const live = new JobLive(events, jobs);
   const billing = new BillingService(orm, config.prices);
@@ -108,8 +120,10 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   const history = new JobHistory(orm);
   return {
     users,
+    audit,
     teams,
     apiKeys,
+    sessions,
     authenticator,
     login,
     media,

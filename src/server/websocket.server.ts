@@ -111,13 +111,21 @@ export function graphqlWebSockets(
         ctx.extra.socket.once('close', () => clearInterval(recheck));
         return true;
       },
-      context: (ctx): RequestContext => ({
-        requestId: randomUUID(),
-        principal: ctx.extra.principal ?? null,
-        log,
-        loaders: new Loaders(),
-        live: services.live,
-      }),
+      context: (ctx): RequestContext => {
+        const requestId = randomUUID();
+        const principal = ctx.extra.principal ?? null;
+        return {
+          requestId,
+          // Audit records name the operation and the client address.
+          principal: principal && {
+            ...principal,
+            origin: { requestId, clientAddress: ctx.extra.request.socket.remoteAddress ?? null },
+          },
+          log,
+          loaders: new Loaders(),
+          live: services.live,
+        };
+      },
     },
     wss,
   );

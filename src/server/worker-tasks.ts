@@ -8,9 +8,11 @@ import { DEADLINE_TASK } from '../jobs/job.queue';
 import type { TaskList } from '../tasks/task.runner';
 import { WebhookDeliverer } from '../webhooks/webhook.deliverer';
 import { Loaders } from '../graphql/graphql.loaders';
+import { inviteMailTask, smtpMailer } from '../teams/invite.mail';
+import { INVITE_MAIL_TASK } from '../teams/team.service';
 import type { Services } from './services';
 
-/** The worker role's short tasks by name (src/tasks/task.runner.ts): webhook attempts and job deadlines. */
+/** The worker role's short tasks by name (src/tasks/task.runner.ts): webhook attempts, job deadlines, invitation mails. */
 export function workerTasks(
   config: Config,
   orm: MikroORM,
@@ -37,5 +39,14 @@ export function workerTasks(
   return {
     [DEADLINE_TASK]: (p) => services.jobs.cancelAtDeadline((p as { jobId: string }).jobId),
     ...deliverer.tasks(),
+    ...(config.smtpUrl
+      ? {
+          [INVITE_MAIL_TASK]: inviteMailTask(
+            services.teams,
+            smtpMailer(config.smtpUrl, config.mailFrom),
+            log,
+          ),
+        }
+      : {}),
   };
 }

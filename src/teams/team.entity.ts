@@ -2,7 +2,7 @@ import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique, type Opt } from
 import { randomUUID } from 'node:crypto';
 import { User } from '../users/user.entity';
 
-/** An organisation. Resources created with a team's token are owned by the team. */
+/** An organisation. Resources created for a team (its keys, its members' team sessions) are owned by it. */
 @Entity({ tableName: 'teams' })
 export class Team {
   @PrimaryKey({ type: 'uuid' })
@@ -18,7 +18,9 @@ export class Team {
   createdAt: Opt<Date> = new Date();
 }
 
-export type TeamRole = 'owner' | 'member';
+/** From least to most: the order is the matrix's (src/teams/team.roles.ts). */
+export const TEAM_ROLES = ['viewer', 'member', 'admin', 'owner'] as const;
+export type TeamRole = (typeof TEAM_ROLES)[number];
 
 @Entity({ tableName: 'team_members' })
 @Unique({ properties: ['team', 'user'] })
@@ -38,4 +40,103 @@ export class TeamMember {
 
   @Property({ type: 'datetime' })
   createdAt: Opt<Date> = new Date();
+}
+
+export type InviteStatus = 'pending' | 'accepted' | 'declined' | 'revoked';
+/** `none`: no SMTP_URL, the inviter passes the link on; `pending`: the worker is sending it. */
+export type InviteMailState = 'none' | 'pending' | 'sent' | 'failed';
+
+/** An invitation to a team, addressed to an email or a username. Only the token's SHA-256 is kept. */
+@Entity({ tableName: 'team_invites' })
+@Index({ properties: ['team', 'status'] })
+export class TeamInvite {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Team, { deleteRule: 'cascade' })
+  team!: Team;
+
+  @Index()
+  @Property({ type: 'text', nullable: true })
+  email: string | null = null;
+
+  @Index()
+  @Property({ type: 'text', nullable: true })
+  username: string | null = null;
+
+  @Property({ type: 'text' })
+  role!: TeamRole;
+
+  @Property({ type: 'text', unique: true })
+  tokenHash!: string;
+
+  @ManyToOne(() => User, { deleteRule: 'cascade' })
+  invitedBy!: User;
+
+  @Property({ type: 'text' })
+  status: Opt<InviteStatus> = 'pending';
+
+  @Property({ type: 'text' })
+  mailState: Opt<InviteMailState> = 'none';
+
+  @Property({ type: 'text', nullable: true })
+  mailError: string | null = null;
+
+  @Property({ type: 'datetime' })
+  expiresAt!: Date;
+
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+
+  @Property({ type: 'datetime', nullable: true })
+  answeredAt: Date | null = null;
+}
+
+export type AuditVia = 'session' | 'api_key' | 'user_token';
+
+/**
+ * What was done to or for a team, by whom, written in the transaction of the change itself. No API
+ * changes or deletes one; the sweeper drops those older than AUDIT_RETENTION_DAYS.
+ */
+@Entity({ tableName: 'team_audit' })
+@Index({ properties: ['teamId', 'createdAt'] })
+export class AuditRecord {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  /** Not a foreign key: the record outlives the team it tells about. */
+  @Property({ type: 'uuid' })
+  teamId!: string;
+
+  /** When it happened (`at` in the API; named so for the pager). */
+  @Index()
+  @Property({ type: 'datetime' })
+  createdAt: Opt<Date> = new Date();
+
+  @Property({ type: 'uuid', nullable: true })
+  actorUserId: string | null = null;
+
+  @Property({ type: 'text' })
+  actorVia!: AuditVia;
+
+  @Property({ type: 'uuid', nullable: true })
+  actorApiKeyId: string | null = null;
+
+  @Property({ type: 'text' })
+  action!: string;
+
+  @Property({ type: 'text' })
+  targetType!: string;
+
+  @Property({ type: 'text', nullable: true })
+  targetId: string | null = null;
+
+  @Property({ type: 'json' })
+  details: Opt<Record<string, unknown>> = {};
+
+  @Property({ type: 'text', nullable: true })
+  clientAddress: string | null = null;
+
+  @Property({ type: 'text', nullable: true })
+  requestId: string | null = null;
 }

@@ -35,6 +35,13 @@ export class ViewerType {
   @Field(() => ID, { nullable: true, description: 'Set when the credential is a team token.' })
   teamId!: string | null;
 
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'Acting for a team: the role this credential has in it (`viewer`, `member`, `admin`, `owner`).',
+  })
+  teamRole!: string | null;
+
   @Field(() => Boolean)
   isAdmin!: boolean;
 
@@ -44,7 +51,7 @@ export class ViewerType {
   @Field(() => Date)
   updatedAt!: Date;
 
-  static from({ user, team, isAdmin }: Principal): ViewerType {
+  static from({ user, team, teamRole, isAdmin }: Principal): ViewerType {
     return Object.assign(new ViewerType(), {
       id: user.id,
       userId: user.subject,
@@ -56,6 +63,7 @@ export class ViewerType {
       picture: user.picture,
       phoneNumber: user.phoneNumber,
       teamId: team?.id ?? null,
+      teamRole,
       isAdmin,
       createdAt: user.createdAt,
       updatedAt: user.updatedAt,

@@ -1,5 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { assertOwned, ownerOf, type Owner, type Principal } from '../auth/principal';
+import type { AuditLog } from '../teams/audit.service';
+import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
@@ -25,6 +27,8 @@ export class WebhookService {
     private readonly orm: MikroORM,
     /** Which webhook addresses may be reached (WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE). */
     readonly policy: AddressPolicy,
+    /** Rotations for a team leave audit records (none in scripts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /**
@@ -54,6 +58,7 @@ export class WebhookService {
 
   /** The owner's signing secret, created on first use. */
   async secret(principal: Principal): Promise<WebhookSecret> {
+    authorize(principal, 'manage', "read the team's webhook secret");
     return this.secretOf(ownerOf(principal));
   }
 
@@ -62,13 +67,22 @@ export class WebhookService {
    * 24 hours, so receivers can move to the new one without losing messages.
    */
   async rotate(principal: Principal): Promise<WebhookSecret> {
+    authorize(principal, 'manage', "rotate the team's webhook secret");
     const owner = ownerOf(principal);
     await this.secretOf(owner);
-    const [row]: Record<string, unknown>[] = await this.orm.em.fork().execute(
-      `update webhook_secrets set previous_key = key, key = ?, rotated_at = now()
-       where owner_type = ? and owner_id = ? returning *`,
-      [newSecret(), owner.type, owner.id],
-    );
+    const [row] = await this.orm.em.fork().transactional(async (em) => {
+      const rows: Record<string, unknown>[] = await em.execute(
+        `update webhook_secrets set previous_key = key, key = ?, rotated_at = now()
+         where owner_type = ? and owner_id = ? returning *`,
+        [newSecret(), owner.type, owner.id],
+      );
+      this.audit?.recordForTeam(em, principal, {
+        action: 'webhook_secret.rotated',
+        targetType: 'team',
+        targetId: owner.id,
+      });
+      return rows;
+    });
     return this.orm.em.fork().map(WebhookSecret, row);
   }
 

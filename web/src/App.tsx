@@ -4,11 +4,13 @@ import { liveState, onLiveState, startLive } from './api/live';
 import { actingScope, onScopeChange, signIn, signOut } from './api/session';
 import { ViewerDocument, type ViewerQuery } from './generated/graphql';
 import { AccountPage, ActingAs } from './pages/Account';
+import { AcceptInvitePage } from './pages/AcceptInvite';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/Jobs';
 import { MediaPage } from './pages/Media';
 import { ModelsPage } from './pages/Models';
 import { RunModelPage } from './pages/RunModel';
+import { TeamPage } from './pages/Team';
 import { UsagePage } from './pages/Usage';
 import { Link, usePath } from './router';
 import { ErrorNote, Loading } from './ui/common';
@@ -18,7 +20,11 @@ const NAV = [
   { href: '/models', label: 'Run a model', match: (p: string) => p.startsWith('/models') },
   { href: '/files', label: 'Media', match: (p: string) => p.startsWith('/files') },
   { href: '/usage', label: 'Usage', match: (p: string) => p.startsWith('/usage') },
-  { href: '/account', label: 'Account', match: (p: string) => p.startsWith('/account') },
+  {
+    href: '/account',
+    label: 'Account',
+    match: (p: string) => p.startsWith('/account') || p.startsWith('/teams') || p.startsWith('/invites'),
+  },
 ];
 
 function Page({
@@ -32,6 +38,7 @@ function Page({
 }) {
   const job = /^\/jobs\/([\w-]+)$/.exec(path);
   const model = /^\/models\/([\w-]+)$/.exec(path);
+  const team = /^\/teams\/([\w-]+)$/.exec(path);
   if (path === '/' || path === '/jobs') return <JobsPage />;
   if (job) return <JobPage id={job[1]} />;
   if (path === '/models') return <ModelsPage />;
@@ -39,6 +46,8 @@ function Page({
   if (path === '/files') return <MediaPage />;
   if (path === '/usage') return <UsagePage />;
   if (path === '/account') return <AccountPage viewer={viewer} onTeamsChanged={reloadViewer} />;
+  if (team) return <TeamPage id={team[1]} />;
+  if (path === '/invites/accept') return <AcceptInvitePage onJoined={reloadViewer} />;
   return (
     <section>
       <h1>Page not found</h1>

@@ -5,6 +5,8 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
 export type CreateApiKeyInput = {
   name: string;
+  /** A team key's role: `member` (default) or `viewer`. */
+  role?: string | null | undefined;
   /** Makes the key an organisation token of this team. */
   teamId?: string | number | null | undefined;
 };
@@ -20,6 +22,14 @@ export type CreateDeploymentInput = {
   webhook?: string | null | undefined;
   /** Default: COMPLETED only. */
   webhookEventsFilter?: Array<WebhookEvent> | null | undefined;
+};
+
+export type InviteToTeamInput = {
+  /** Exactly one of email and username. */
+  email?: string | null | undefined;
+  /** `member` when left out. */
+  role?: TeamRole | null | undefined;
+  username?: string | null | undefined;
 };
 
 /** QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELED; never back. */
@@ -55,9 +65,12 @@ export type ModelFilterInput = {
   tags?: Array<string> | null | undefined;
 };
 
+/** What a member may do in a team (docs/teams.md has the matrix). */
 export type TeamRole =
+  | 'ADMIN'
   | 'MEMBER'
-  | 'OWNER';
+  | 'OWNER'
+  | 'VIEWER';
 
 /** START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended. */
 export type WebhookEvent =
@@ -78,28 +91,28 @@ export type CreateTeamMutationVariables = Exact<{
 
 export type CreateTeamMutation = { createTeam: { id: string, name: string, role: TeamRole } };
 
-export type ApiKeyRowFragment = { id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null };
+export type ApiKeyRowFragment = { id: string, name: string, teamId: string | null, role: string | null, createdByUsername: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null };
 
 export type ApiKeysQueryVariables = Exact<{
   teamId?: string | number | null | undefined;
 }>;
 
 
-export type ApiKeysQuery = { apiKeys: { nodes: Array<{ id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null }> } };
+export type ApiKeysQuery = { apiKeys: { nodes: Array<{ id: string, name: string, teamId: string | null, role: string | null, createdByUsername: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null }> } };
 
 export type CreateApiKeyMutationVariables = Exact<{
   input: CreateApiKeyInput;
 }>;
 
 
-export type CreateApiKeyMutation = { createApiKey: { value: string, apiKey: { id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } } };
+export type CreateApiKeyMutation = { createApiKey: { value: string, apiKey: { id: string, name: string, teamId: string | null, role: string | null, createdByUsername: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } } };
 
 export type RevokeApiKeyMutationVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type RevokeApiKeyMutation = { revokeApiKey: { id: string, name: string, teamId: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } };
+export type RevokeApiKeyMutation = { revokeApiKey: { id: string, name: string, teamId: string | null, role: string | null, createdByUsername: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } };
 
 export type JobRowFragment = { id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null };
 
@@ -225,6 +238,94 @@ export type UnfollowModelMutationVariables = Exact<{
 
 export type UnfollowModelMutation = { unfollowModel: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean } };
 
+export type MemberRowFragment = { userId: string, username: string, email: string | null, name: string | null, role: TeamRole, joinedAt: string };
+
+export type InviteRowFragment = { id: string, teamId: string, teamName: string | null, email: string | null, username: string | null, role: TeamRole, status: string, expiresAt: string, invitedByUsername: string | null, mailState: string, mailError: string | null };
+
+export type TeamPageQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type TeamPageQuery = { me: { id: string }, team: { id: string, name: string, role: TeamRole, memberCount: number | null, members: { nodes: Array<{ userId: string, username: string, email: string | null, name: string | null, role: TeamRole, joinedAt: string }> } } };
+
+export type TeamInvitesQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type TeamInvitesQuery = { team: { id: string, invites: { nodes: Array<{ id: string, teamId: string, teamName: string | null, email: string | null, username: string | null, role: TeamRole, status: string, expiresAt: string, invitedByUsername: string | null, mailState: string, mailError: string | null }> } } };
+
+export type TeamAuditQueryVariables = Exact<{
+  id: string | number;
+  action?: string | null | undefined;
+  actorId?: string | number | null | undefined;
+}>;
+
+
+export type TeamAuditQuery = { team: { id: string, auditLog: { nodes: Array<{ id: string, at: string, action: string, targetType: string, targetId: string | null, details: Record<string, unknown>, actor: { userId: string | null, via: string, apiKeyId: string | null } }> } } };
+
+export type InviteMemberMutationVariables = Exact<{
+  teamId: string | number;
+  input: InviteToTeamInput;
+}>;
+
+
+export type InviteMemberMutation = { inviteToTeam: { token: string, inviteUrl: string, invite: { id: string, teamId: string, teamName: string | null, email: string | null, username: string | null, role: TeamRole, status: string, expiresAt: string, invitedByUsername: string | null, mailState: string, mailError: string | null } } };
+
+export type RevokeTeamInviteMutationVariables = Exact<{
+  teamId: string | number;
+  inviteId: string | number;
+}>;
+
+
+export type RevokeTeamInviteMutation = { revokeInvite: { id: string } };
+
+export type ChangeMemberRoleMutationVariables = Exact<{
+  teamId: string | number;
+  userId: string | number;
+  role: TeamRole;
+}>;
+
+
+export type ChangeMemberRoleMutation = { setTeamMemberRole: { userId: string, username: string, email: string | null, name: string | null, role: TeamRole, joinedAt: string } };
+
+export type RemoveMemberMutationVariables = Exact<{
+  teamId: string | number;
+  userId: string | number;
+}>;
+
+
+export type RemoveMemberMutation = { removeTeamMember: boolean };
+
+export type LeaveTeamMutationVariables = Exact<{
+  teamId: string | number;
+}>;
+
+
+export type LeaveTeamMutation = { leaveTeam: boolean };
+
+export type InviteByTokenQueryVariables = Exact<{
+  token: string;
+}>;
+
+
+export type InviteByTokenQuery = { inviteByToken: { id: string, teamId: string, teamName: string | null, email: string | null, username: string | null, role: TeamRole, status: string, expiresAt: string, invitedByUsername: string | null, mailState: string, mailError: string | null } };
+
+export type AcceptTeamInviteMutationVariables = Exact<{
+  token: string;
+}>;
+
+
+export type AcceptTeamInviteMutation = { acceptInvite: { member: { role: TeamRole } | null } };
+
+export type DeclineTeamInviteMutationVariables = Exact<{
+  token: string;
+}>;
+
+
+export type DeclineTeamInviteMutation = { declineInvite: { invite: { status: string } } };
+
 export type MonthUsageQueryVariables = Exact<{ [key: string]: never; }>;
 
 
@@ -253,6 +354,8 @@ export const ApiKeyRowFragmentDoc = new TypedDocumentString(`
   id
   name
   teamId
+  role
+  createdByUsername
   createdAt
   lastUsedAt
   revokedAt
@@ -344,6 +447,31 @@ export const ModelCardFragmentDoc = new TypedDocumentString(`
   viewerFollows
 }
     `, {"fragmentName":"ModelCard"}) as unknown as TypedDocumentString<ModelCardFragment, unknown>;
+export const MemberRowFragmentDoc = new TypedDocumentString(`
+    fragment MemberRow on TeamMember {
+  userId
+  username
+  email
+  name
+  role
+  joinedAt
+}
+    `, {"fragmentName":"MemberRow"}) as unknown as TypedDocumentString<MemberRowFragment, unknown>;
+export const InviteRowFragmentDoc = new TypedDocumentString(`
+    fragment InviteRow on TeamInvite {
+  id
+  teamId
+  teamName
+  email
+  username
+  role
+  status
+  expiresAt
+  invitedByUsername
+  mailState
+  mailError
+}
+    `, {"fragmentName":"InviteRow"}) as unknown as TypedDocumentString<InviteRowFragment, unknown>;
 export const ViewerDocument = new TypedDocumentString(`
     query Viewer {
   me {
@@ -375,7 +503,7 @@ export const CreateTeamDocument = new TypedDocumentString(`
     `) as unknown as TypedDocumentString<CreateTeamMutation, CreateTeamMutationVariables>;
 export const ApiKeysDocument = new TypedDocumentString(`
     query ApiKeys($teamId: ID) {
-  apiKeys(first: 100, teamId: $teamId) {
+  apiKeys(first: 50, teamId: $teamId) {
     nodes {
       ...ApiKeyRow
     }
@@ -385,6 +513,8 @@ export const ApiKeysDocument = new TypedDocumentString(`
   id
   name
   teamId
+  role
+  createdByUsername
   createdAt
   lastUsedAt
   revokedAt
@@ -402,6 +532,8 @@ export const CreateApiKeyDocument = new TypedDocumentString(`
   id
   name
   teamId
+  role
+  createdByUsername
   createdAt
   lastUsedAt
   revokedAt
@@ -416,6 +548,8 @@ export const RevokeApiKeyDocument = new TypedDocumentString(`
   id
   name
   teamId
+  role
+  createdByUsername
   createdAt
   lastUsedAt
   revokedAt
@@ -761,6 +895,168 @@ export const UnfollowModelDocument = new TypedDocumentString(`
   viewerLikes
   viewerFollows
 }`) as unknown as TypedDocumentString<UnfollowModelMutation, UnfollowModelMutationVariables>;
+export const TeamPageDocument = new TypedDocumentString(`
+    query TeamPage($id: ID!) {
+  me {
+    id
+  }
+  team(id: $id) {
+    id
+    name
+    role
+    memberCount
+    members(first: 50) {
+      nodes {
+        ...MemberRow
+      }
+    }
+  }
+}
+    fragment MemberRow on TeamMember {
+  userId
+  username
+  email
+  name
+  role
+  joinedAt
+}`) as unknown as TypedDocumentString<TeamPageQuery, TeamPageQueryVariables>;
+export const TeamInvitesDocument = new TypedDocumentString(`
+    query TeamInvites($id: ID!) {
+  team(id: $id) {
+    id
+    invites(first: 20) {
+      nodes {
+        ...InviteRow
+      }
+    }
+  }
+}
+    fragment InviteRow on TeamInvite {
+  id
+  teamId
+  teamName
+  email
+  username
+  role
+  status
+  expiresAt
+  invitedByUsername
+  mailState
+  mailError
+}`) as unknown as TypedDocumentString<TeamInvitesQuery, TeamInvitesQueryVariables>;
+export const TeamAuditDocument = new TypedDocumentString(`
+    query TeamAudit($id: ID!, $action: String, $actorId: ID) {
+  team(id: $id) {
+    id
+    auditLog(first: 20, action: $action, actorId: $actorId) {
+      nodes {
+        id
+        at
+        action
+        targetType
+        targetId
+        details
+        actor {
+          userId
+          via
+          apiKeyId
+        }
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<TeamAuditQuery, TeamAuditQueryVariables>;
+export const InviteMemberDocument = new TypedDocumentString(`
+    mutation InviteMember($teamId: ID!, $input: InviteToTeamInput!) {
+  inviteToTeam(teamId: $teamId, input: $input) {
+    token
+    inviteUrl
+    invite {
+      ...InviteRow
+    }
+  }
+}
+    fragment InviteRow on TeamInvite {
+  id
+  teamId
+  teamName
+  email
+  username
+  role
+  status
+  expiresAt
+  invitedByUsername
+  mailState
+  mailError
+}`) as unknown as TypedDocumentString<InviteMemberMutation, InviteMemberMutationVariables>;
+export const RevokeTeamInviteDocument = new TypedDocumentString(`
+    mutation RevokeTeamInvite($teamId: ID!, $inviteId: ID!) {
+  revokeInvite(teamId: $teamId, inviteId: $inviteId) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<RevokeTeamInviteMutation, RevokeTeamInviteMutationVariables>;
+export const ChangeMemberRoleDocument = new TypedDocumentString(`
+    mutation ChangeMemberRole($teamId: ID!, $userId: ID!, $role: TeamRole!) {
+  setTeamMemberRole(teamId: $teamId, userId: $userId, role: $role) {
+    ...MemberRow
+  }
+}
+    fragment MemberRow on TeamMember {
+  userId
+  username
+  email
+  name
+  role
+  joinedAt
+}`) as unknown as TypedDocumentString<ChangeMemberRoleMutation, ChangeMemberRoleMutationVariables>;
+export const RemoveMemberDocument = new TypedDocumentString(`
+    mutation RemoveMember($teamId: ID!, $userId: ID!) {
+  removeTeamMember(teamId: $teamId, userId: $userId)
+}
+    `) as unknown as TypedDocumentString<RemoveMemberMutation, RemoveMemberMutationVariables>;
+export const LeaveTeamDocument = new TypedDocumentString(`
+    mutation LeaveTeam($teamId: ID!) {
+  leaveTeam(teamId: $teamId)
+}
+    `) as unknown as TypedDocumentString<LeaveTeamMutation, LeaveTeamMutationVariables>;
+export const InviteByTokenDocument = new TypedDocumentString(`
+    query InviteByToken($token: String!) {
+  inviteByToken(token: $token) {
+    ...InviteRow
+  }
+}
+    fragment InviteRow on TeamInvite {
+  id
+  teamId
+  teamName
+  email
+  username
+  role
+  status
+  expiresAt
+  invitedByUsername
+  mailState
+  mailError
+}`) as unknown as TypedDocumentString<InviteByTokenQuery, InviteByTokenQueryVariables>;
+export const AcceptTeamInviteDocument = new TypedDocumentString(`
+    mutation AcceptTeamInvite($token: String!) {
+  acceptInvite(input: {token: $token}) {
+    member {
+      role
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<AcceptTeamInviteMutation, AcceptTeamInviteMutationVariables>;
+export const DeclineTeamInviteDocument = new TypedDocumentString(`
+    mutation DeclineTeamInvite($token: String!) {
+  declineInvite(input: {token: $token}) {
+    invite {
+      status
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DeclineTeamInviteMutation, DeclineTeamInviteMutationVariables>;
 export const MonthUsageDocument = new TypedDocumentString(`
     query MonthUsage {
   usage(granularity: DAY) {

@@ -9,6 +9,7 @@ import {
   type ApiKeyRowFragment,
   type ViewerQuery,
 } from '../generated/graphql';
+import { Link } from '../router';
 import { ErrorNote, when } from '../ui/common';
 
 type Team = ViewerQuery['teams']['nodes'][number];
@@ -77,7 +78,8 @@ function Teams({ teams, onCreated }: { teams: Team[]; onCreated: () => void }) {
         <ul aria-label="Your teams">
           {teams.map((t) => (
             <li key={t.id}>
-              {t.name} <span className="muted">({t.role.toLowerCase()})</span>
+              <Link href={`/teams/${t.id}`}>{t.name}</Link>{' '}
+              <span className="muted">({t.role.toLowerCase()})</span>
             </li>
           ))}
         </ul>
@@ -97,11 +99,13 @@ function Teams({ teams, onCreated }: { teams: Team[]; onCreated: () => void }) {
 function ApiKeys({ team }: { team: Team | null }) {
   const [keys, setKeys] = useState<ApiKeyRowFragment[]>([]);
   const [name, setName] = useState('');
+  const [role, setRole] = useState('member');
   const [created, setCreated] = useState<{ name: string; value: string } | null>(null);
   const [copied, setCopied] = useState(false);
   const [error, setError] = useState('');
   const teamId = team?.id ?? null;
-  const mayManage = !team || team.role === 'OWNER';
+  // A team's keys are managed by its admins and owners (docs/teams.md).
+  const mayManage = !team || team.role === 'OWNER' || team.role === 'ADMIN';
 
   const load = useCallback(async () => {
     if (!mayManage) return setKeys([]);
@@ -120,7 +124,11 @@ function ApiKeys({ team }: { team: Team | null }) {
   const create = async (e: FormEvent) => {
     e.preventDefault();
     try {
-      const r = await gql(CreateApiKeyDocument, { input: { name, teamId } }, { scope: null });
+      const r = await gql(
+        CreateApiKeyDocument,
+        { input: { name, teamId, role: teamId ? role : null } },
+        { scope: null },
+      );
       setCreated({ name: r.createApiKey.apiKey.name, value: r.createApiKey.value });
       setCopied(false);
       setName('');
@@ -150,12 +158,21 @@ function ApiKeys({ team }: { team: Team | null }) {
     <>
       <h2>API keys {team ? `of team ${team.name}` : 'of yours'}</h2>
       {!mayManage ? (
-        <p className="muted">Only the team's owners manage its keys.</p>
+        <p className="muted">Only the team's admins and owners manage its keys.</p>
       ) : (
         <>
           <form className="inline-form" onSubmit={create}>
             <label htmlFor="key-name">Key name</label>
             <input id="key-name" value={name} onChange={(e) => setName(e.target.value)} required />
+            {teamId ? (
+              <>
+                <label htmlFor="key-role">Role</label>
+                <select id="key-role" value={role} onChange={(e) => setRole(e.target.value)}>
+                  <option value="member">member</option>
+                  <option value="viewer">viewer</option>
+                </select>
+              </>
+            ) : null}
             <button type="submit">Create key</button>
           </form>
           {created ? (
@@ -175,6 +192,8 @@ function ApiKeys({ team }: { team: Team | null }) {
               <thead>
                 <tr>
                   <th scope="col">Name</th>
+                  {teamId ? <th scope="col">Role</th> : null}
+                  {teamId ? <th scope="col">Created by</th> : null}
                   <th scope="col">Created</th>
                   <th scope="col">Last used</th>
                   <th scope="col">
@@ -186,6 +205,8 @@ function ApiKeys({ team }: { team: Team | null }) {
                 {keys.map((k) => (
                   <tr key={k.id}>
                     <td>{k.name}</td>
+                    {teamId ? <td>{k.role}</td> : null}
+                    {teamId ? <td>{k.createdByUsername}</td> : null}
                     <td>{when(k.createdAt)}</td>
                     <td>{when(k.lastUsedAt)}</td>
                     <td>

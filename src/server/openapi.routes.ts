@@ -3,12 +3,12 @@ import { openApiDocument } from '../../rest-compat/openapi';
 import type { ApiDoc } from '../http/openapi/openapi.docs';
 import { restRoutes } from '../../rest-compat/routes';
 import { enumOf, object, string } from '../http/openapi/json-schema';
-import { uploadDoc } from '../../rest-compat/upload.route';
-import { jobEventDocs } from '../../rest-compat/job-events.route';
+import { uploadDoc } from '../../rest-compat/upload.routes';
+import { jobEventDocs } from '../../rest-compat/job-events.routes';
 import { loginDocs } from '../auth/login.routes';
 import { chatBridgeDocs } from '../chat-bridge/chat-bridge.routes';
 import type { Config } from '../config';
-import { mediaFileDoc } from '../media/media.http';
+import { mediaFileDoc } from '../media/media.routes';
 import { cdrDoc } from '../telephony/cdr.routes';
 
 const serviceDocs: ApiDoc[] = [
