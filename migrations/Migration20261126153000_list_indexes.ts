@@ -11,9 +11,17 @@ export class Migration20261126153000_list_indexes extends Migration {
     this.addSql(`drop index "models_owner_type_owner_id_index";`);
     this.addSql(`create index "webhook_deliveries_job_created_at_id_index" on "webhook_deliveries" ("job_id", "created_at", "id");`);
     this.addSql(`drop index "webhook_deliveries_job_id_created_at_index";`);
+    this.addSql(`create index "team_audit_team_created_at_id_index" on "team_audit" ("team_id", "created_at", "id");`);
+    this.addSql(`drop index "team_audit_team_id_created_at_index";`);
+    this.addSql(`create index "team_audit_created_at_brin" on "team_audit" using brin ("created_at");`);
+    this.addSql(`drop index "team_audit_created_at_index";`);
   }
 
   override async down(): Promise<void> {
+    this.addSql(`create index "team_audit_created_at_index" on "team_audit" ("created_at");`);
+    this.addSql(`drop index "team_audit_created_at_brin";`);
+    this.addSql(`create index "team_audit_team_id_created_at_index" on "team_audit" ("team_id", "created_at");`);
+    this.addSql(`drop index "team_audit_team_created_at_id_index";`);
     this.addSql(`create index "webhook_deliveries_job_id_created_at_index" on "webhook_deliveries" ("job_id", "created_at");`);
     this.addSql(`drop index "webhook_deliveries_job_created_at_id_index";`);
     this.addSql(`create index "models_owner_type_owner_id_index" on "models" ("owner_type", "owner_id");`);

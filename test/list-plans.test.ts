@@ -286,3 +286,43 @@ describe('models, API keys and webhook messages at 100,000 rows', () => {
     expectBounded(plans, 'webhook_deliveries', 'webhook_deliveries_job_created_at_id_index');
   });
 });
+
+describe("a team's audit log at 100,000 records", () => {
+  let auth: string;
+  let team: string;
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('auditor')}`;
+    const made = await t.gql(
+      'mutation ($input: CreateTeamInput!) { createTeam(input: $input) { id } }',
+      { input: { name: 'audited' } },
+      auth,
+    );
+    team = made.body.data.createTeam.id;
+    // The team's records (1 in 10,000 `api_key.created`), then as many of other teams.
+    await pg.query(
+      `insert into team_audit (id, team_id, created_at, actor_via, action, target_type, details)
+       select gen_random_uuid(), case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end,
+              timestamptz '2025-01-01' + i * interval '1 second', 'user_token',
+              case when i % 10000 = 7 then 'api_key.created' else 'member.role_changed' end, 'member', '{}'
+       from generate_series(1, $2 * 2) i`,
+      [team, ROWS],
+    );
+    await pg.query('analyze team_audit');
+  }, 120_000);
+
+  it.each([
+    [''],
+    ['&action=api_key.created'],
+    ['&action=member.role_changed'],
+    [`&actor=00000000-0000-4000-8000-000000000000`],
+  ])(
+    'GET /api/v1/teams/:id/audit?limit=50%s reads through the team index, within the budget',
+    async (query) => {
+      const plans = await plansOf('team_audit', () =>
+        t.http().get(`/api/v1/teams/${team}/audit?limit=50${query}`).set('authorization', auth).expect(200),
+      );
+      expectBounded(plans, 'team_audit', 'team_audit_team_created_at_id_index');
+    },
+  );
+});
