@@ -34,10 +34,16 @@ interface Owner {
   model: string;
   /** `/api/v1/media?limit=50`, 20 pages down. */
   page20: string;
+  /** A team the owner owns, with `rows` audit records. */
+  team: string;
 }
+
+type Kind = 'media' | 'jobs' | 'models' | 'keys' | 'webhooks' | 'audit';
 
 interface Shape {
   name: string;
+  /** The rows it reads (only those of the chosen shapes are made). */
+  kind: Kind;
   request(o: Owner): { path: string; method?: 'GET' | 'POST'; body?: string };
 }
 
@@ -48,41 +54,85 @@ const gql = (query: string, variables: Record<string, unknown> = {}) => ({
 });
 
 const SHAPES: Shape[] = [
-  { name: 'media', request: () => ({ path: '/api/v1/media?limit=50' }) },
-  { name: 'media, 20 pages down (cursor)', request: (o) => ({ path: o.page20 }) },
-  { name: 'media tags=common (every row)', request: () => ({ path: '/api/v1/media?limit=50&tags=common' }) },
-  { name: 'media tags=mid (1 in 100)', request: () => ({ path: '/api/v1/media?limit=50&tags=mid' }) },
-  { name: 'media tags=rare (1 in 10,000)', request: () => ({ path: '/api/v1/media?limit=50&tags=rare' }) },
+  { name: 'media', kind: 'media', request: () => ({ path: '/api/v1/media?limit=50' }) },
+  { name: 'media, 20 pages down (cursor)', kind: 'media', request: (o) => ({ path: o.page20 }) },
+  {
+    name: 'media tags=common (every row)',
+    kind: 'media',
+    request: () => ({ path: '/api/v1/media?limit=50&tags=common' }),
+  },
+  {
+    name: 'media tags=mid (1 in 100)',
+    kind: 'media',
+    request: () => ({ path: '/api/v1/media?limit=50&tags=mid' }),
+  },
+  {
+    name: 'media tags=rare (1 in 10,000)',
+    kind: 'media',
+    request: () => ({ path: '/api/v1/media?limit=50&tags=rare' }),
+  },
   {
     name: 'media excludeTags=common (excludes every row)',
+    kind: 'media',
     request: () => ({ path: '/api/v1/media?limit=50&excludeTags=common' }),
   },
   {
     name: 'media type=target_asset (none)',
+    kind: 'media',
     request: () => gql('{ media(filter: { type: TARGET_ASSET }, first: 50) { nodes { id } } }'),
   },
-  { name: 'jobs', request: () => ({ path: '/api/v1/jobs?limit=50' }) },
-  { name: 'jobs status=failed (1 in 100)', request: () => ({ path: '/api/v1/jobs?limit=50&status=failed' }) },
-  { name: 'jobs by model (1 in 5)', request: (o) => ({ path: `/api/v1/jobs?limit=50&model_id=${o.model}` }) },
-  { name: 'deployments', request: () => ({ path: '/api/v1/deployments?limit=50' }) },
+  { name: 'jobs', kind: 'jobs', request: () => ({ path: '/api/v1/jobs?limit=50' }) },
+  {
+    name: 'jobs status=failed (1 in 100)',
+    kind: 'jobs',
+    request: () => ({ path: '/api/v1/jobs?limit=50&status=failed' }),
+  },
+  {
+    name: 'jobs by model (1 in 5)',
+    kind: 'jobs',
+    request: (o) => ({ path: `/api/v1/jobs?limit=50&model_id=${o.model}` }),
+  },
+  { name: 'deployments', kind: 'jobs', request: () => ({ path: '/api/v1/deployments?limit=50' }) },
   {
     name: 'models mine, tag common',
+    kind: 'models',
     request: () => gql('{ models(filter: { mine: true, tags: ["common"] }, first: 50) { nodes { id } } }'),
   },
   {
     name: 'models mine, tag rare',
+    kind: 'models',
     request: () => gql('{ models(filter: { mine: true, tags: ["rare"] }, first: 50) { nodes { id } } }'),
   },
-  { name: 'API keys', request: () => ({ path: '/api/v1/tokens?limit=50' }) },
+  { name: 'API keys', kind: 'keys', request: () => ({ path: '/api/v1/tokens?limit=50' }) },
   {
     name: "a job's webhook messages",
+    kind: 'webhooks',
     request: (o) =>
       gql('query ($job: ID!) { webhookDeliveries(jobId: $job, first: 50) { nodes { id } } }', { job: o.job }),
+  },
+  {
+    name: "a team's audit log",
+    kind: 'audit',
+    request: (o) => ({ path: `/api/v1/teams/${o.team}/audit?limit=50` }),
+  },
+  {
+    name: "a team's audit log, action=api_key.created (1 in 10,000)",
+    kind: 'audit',
+    request: (o) => ({ path: `/api/v1/teams/${o.team}/audit?limit=50&action=api_key.created` }),
   },
 ];
 
 /** One owner's rows of every kind, made in SQL (media copied from one real upload). */
-async function seed(db: Client, url: string, o: Omit<Owner, 'page20' | 'job' | 'model'>): Promise<void> {
+async function seed(db: Client, url: string, o: Owner, kinds: Set<Kind>): Promise<void> {
+  if (kinds.has('media')) await seedMedia(db, url, o);
+  if (kinds.has('jobs') || kinds.has('webhooks')) await seedJobs(db, o);
+  if (kinds.has('models')) await seedModels(db, o);
+  if (kinds.has('keys')) await seedKeys(db, o);
+  if (kinds.has('webhooks')) await seedWebhooks(db, o);
+  if (kinds.has('audit')) await seedAudit(db, o);
+}
+
+async function seedMedia(db: Client, url: string, o: Owner): Promise<void> {
   await upload(`${url}/uploads/upload`, { authorization: o.auth }, 1024, 'seed.png');
   await db.query(
     `insert into media_assets (id, owner_type, owner_id, type, status, image_name, extension, content_type,
@@ -95,6 +145,9 @@ async function seed(db: Client, url: string, o: Omit<Owner, 'page20' | 'job' | '
      from media_assets, generate_series(1, $2::int - 1) i where owner_id = $1`,
     [o.id, o.rows],
   );
+}
+
+async function seedJobs(db: Client, o: Owner): Promise<void> {
   await db.query(
     `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
      select md5($1::text || i)::uuid, 'user', $1::uuid, 'd' || i, md5($1::text || (i % 5))::uuid, '{}', gen_random_uuid(),
@@ -111,6 +164,9 @@ async function seed(db: Client, url: string, o: Omit<Owner, 'page20' | 'job' | '
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
   );
+}
+
+async function seedModels(db: Client, o: Owner): Promise<void> {
   await db.query(
     `insert into models (id, name, container, args, tags, owner_type, owner_id, created_at, updated_at)
      select gen_random_uuid(), 'm' || i, 'c', '[]',
@@ -119,18 +175,34 @@ async function seed(db: Client, url: string, o: Omit<Owner, 'page20' | 'job' | '
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
   );
+}
+
+async function seedKeys(db: Client, o: Owner): Promise<void> {
   await db.query(
     `insert into api_keys (id, name, key_hash, owner_type, owner_id, created_by_id, created_at)
      select gen_random_uuid(), 'k' || i, md5($1::text || i), 'user', $1::uuid, $1::uuid, now() - i * interval '1 second'
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
   );
+}
+
+async function seedWebhooks(db: Client, o: Owner): Promise<void> {
   await db.query(
     `insert into webhook_deliveries (id, job_id, owner_type, owner_id, event, url, status, created_at)
      select 'msg_' || md5($1::text || i), md5($1::text || 1)::uuid, 'user', $1::uuid, 'job.succeeded', 'http://example.invalid/',
             'delivered', now() - i * interval '1 second'
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
+  );
+}
+
+async function seedAudit(db: Client, o: Owner): Promise<void> {
+  await db.query(
+    `insert into team_audit (id, team_id, created_at, actor_via, action, target_type, details)
+     select gen_random_uuid(), $1, now() - i * interval '1 second', 'user_token',
+            case when i % 10000 = 7 then 'api_key.created' else 'member.role_changed' end, 'member', '{}'
+     from generate_series(1, $2::int) i`,
+    [o.team, o.rows],
   );
 }
 
@@ -194,7 +266,11 @@ async function plansOf(admin: Client, base: string, auth: string, r: ReturnType<
   await new Promise((done) => setTimeout(done, 50));
   pgLog = '';
   await send(base, auth, r);
-  await new Promise((done) => setTimeout(done, 150));
+  // Until the log has been quiet a moment (it comes through the server's stderr).
+  for (let seen = -1, waited = 0; seen !== pgLog.length && waited < 3000; waited += 250) {
+    seen = pgLog.length;
+    await new Promise((done) => setTimeout(done, 250));
+  }
   await admin.query(`alter system set auto_explain.log_min_duration = -1`);
   await admin.query('select pg_reload_conf()');
   return plansIn(pgLog)
@@ -229,30 +305,56 @@ export async function run(): Promise<void> {
     await db.query('select pg_reload_conf()');
     const base = sut.service.url;
     const owners: Owner[] = [];
+    const shapes = SHAPES.filter((s) => ONLY.test(s.name));
+    const kinds = new Set(shapes.map((s) => s.kind));
     const seeding = Date.now();
     for (const [name, rows] of [
       ['scale-small', SMALL],
       ['scale-large', LARGE],
     ] as const) {
       const auth = `Bearer ${await sut.token(name)}`;
-      const me = await fetch(`${base}/graphql`, {
-        method: 'POST',
-        headers: { authorization: auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ me { id } }' }),
-      });
-      const id = ((await me.json()) as { data: { me: { id: string } } }).data.me.id;
-      await seed(db, base, { auth, id, rows });
-      owners.push({ auth, id, rows, job: md5uuid(id + 1), model: md5uuid(id + 0), page20: '' });
+      const ask = async <T>(query: string): Promise<T> => {
+        const res = await fetch(`${base}/graphql`, {
+          method: 'POST',
+          headers: { authorization: auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ query }),
+        });
+        return ((await res.json()) as { data: T }).data;
+      };
+      const { me } = await ask<{ me: { id: string } }>('{ me { id } }');
+      const { createTeam } = await ask<{ createTeam: { id: string } }>(
+        `mutation { createTeam(input: { name: "${name}" }) { id } }`,
+      );
+      const owner = {
+        auth,
+        id: me.id,
+        rows,
+        job: md5uuid(me.id + 1),
+        model: md5uuid(me.id + 0),
+        page20: '',
+        team: createTeam.id,
+      };
+      await seed(db, base, owner, kinds);
+      owners.push(owner);
     }
-    for (const table of ['media_assets', 'deployments', 'jobs', 'models', 'api_keys', 'webhook_deliveries'])
+    for (const table of [
+      'media_assets',
+      'deployments',
+      'jobs',
+      'models',
+      'api_keys',
+      'webhook_deliveries',
+      'team_audit',
+    ])
       await db.query(`vacuum analyze ${table}`);
     console.log(
       `seeded ${SMALL} and ${LARGE} rows of each kind in ${((Date.now() - seeding) / 1000).toFixed(0)} s`,
     );
-    for (const o of owners) o.page20 = await pagesDown(base, o.auth, '/api/v1/media?limit=50', 20);
+    if (kinds.has('media'))
+      for (const o of owners) o.page20 = await pagesDown(base, o.auth, '/api/v1/media?limit=50', 20);
 
     const rows: Record<string, string | number>[] = [];
-    for (const shape of SHAPES.filter((s) => ONLY.test(s.name))) {
+    for (const shape of shapes) {
       const [small, large] = owners;
       for (const o of owners) await send(base, o.auth, shape.request(o)); // warm-up: plans, caches
       const before = load();

@@ -18,10 +18,6 @@ export type MediaStatus = 'uploading' | 'live' | 'deleting';
   expression:
     'create index "media_assets_live_owner_index" on "media_assets" ("owner_type", "owner_id", "created_at", "id") where "status" = \'live\'',
 })
-@Index({
-  name: 'media_assets_tags_gin',
-  expression: 'create index "media_assets_tags_gin" on "media_assets" using gin ("tags")',
-})
 export class MediaAsset {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();

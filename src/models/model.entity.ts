@@ -27,7 +27,6 @@ export interface ModelArgument {
 @Entity({ tableName: 'models' })
 @Index({ name: 'models_owner_created_at_index', properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
 @Index({ properties: ['createdAt', 'id'] })
-@Index({ properties: ['tags'], type: 'gin' })
 export class Model {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
