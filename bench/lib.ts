@@ -159,11 +159,25 @@ export interface ServiceUnderTest {
 
 export async function startService(
   env: Record<string, string> = {},
-  opts: { preload?: string[] } = {},
+  opts: {
+    preload?: string[];
+    /** Told of each chunk PostgreSQL writes to its log (plans that auto_explain logs). */
+    onPgLog?: (text: string) => void;
+  } = {},
 ): Promise<ServiceUnderTest> {
   const dataDir = await tempDir('bench-data-');
   const pgDir = path.join(dataDir, 'pg');
-  let db = await startEmbeddedPostgres(pgDir, createLogger('warn'));
+  const pgLog = () => {
+    const log = createLogger('warn');
+    const onLog = opts.onPgLog;
+    // The server's log comes as debug lines `{ pg }` (src/db/embedded-postgres.ts).
+    if (onLog)
+      log.debug = ((o: { pg?: unknown } | null) => {
+        if (typeof o?.pg === 'string') onLog(o.pg + '\n');
+      }) as typeof log.debug;
+    return log;
+  };
+  let db = await startEmbeddedPostgres(pgDir, pgLog());
   if (opts.preload?.length) {
     // Extensions that must be loaded at start (pg_stat_statements counts statements per request).
     const admin = new Client({ connectionString: db.url });
@@ -171,7 +185,7 @@ export async function startService(
     await admin.query(`alter system set shared_preload_libraries = '${opts.preload.join(',')}'`);
     await admin.end();
     await db.stop();
-    db = await startEmbeddedPostgres(pgDir, createLogger('warn'));
+    db = await startEmbeddedPostgres(pgDir, pgLog());
   }
   const port = await freePort();
   // Measured as it runs in production (graphql-js drops its development checks there).

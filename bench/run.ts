@@ -7,9 +7,10 @@ import * as billing from './billing.bench';
 import * as jobs from './jobs.bench';
 import * as list from './list.bench';
 import * as media from './media.bench';
+import * as scale from './scale.bench';
 import * as slurm from './slurm.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, billing, slurm };
+const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, billing, slurm, scale };
 
 async function main() {
   const name = process.argv.slice(2).find((a) => !a.startsWith('--'));

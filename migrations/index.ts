@@ -19,6 +19,7 @@ import { Migration20261126142114_idempotency_made } from './Migration20261126142
 import { Migration20261126143000_queue_workers } from './Migration20261126143000_queue_workers';
 import { Migration20261126143112_teams_roles } from './Migration20261126143112_teams_roles';
 import { Migration20261126152427_models_products } from './Migration20261126152427_models_products';
+import { Migration20261126153000_list_indexes } from './Migration20261126153000_list_indexes';
 import { Migration20261126160000_invite_user } from './Migration20261126160000_invite_user';
 
 export const migrationsList = [
@@ -42,5 +43,6 @@ export const migrationsList = [
   { name: 'Migration20261126143000_queue_workers', class: Migration20261126143000_queue_workers },
   { name: 'Migration20261126143112_teams_roles', class: Migration20261126143112_teams_roles },
   { name: 'Migration20261126152427_models_products', class: Migration20261126152427_models_products },
+  { name: 'Migration20261126153000_list_indexes', class: Migration20261126153000_list_indexes },
   { name: 'Migration20261126160000_invite_user', class: Migration20261126160000_invite_user },
 ];

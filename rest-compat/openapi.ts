@@ -82,7 +82,10 @@ function operation(
           {
             name: 'limit',
             in: 'query',
-            description: 'items per page (1-200, default 50)',
+            description:
+              'items per page at most (1-200, default 50). A page may hold fewer, none even, while more ' +
+              'follow: one whose filters its index does not serve stops after a bounded scan. The `Link` ' +
+              'header, not the count of items, says whether there is a next page.',
             schema: { ...integer, minimum: 1, maximum: 200 },
           },
           {
@@ -204,7 +207,9 @@ export function openApiDocument(opts: OpenApiOptions): Record<string, unknown> {
       schemas: { Error: errorBody },
       headers: {
         Link: {
-          description: 'the next page: `</path?...&cursor=...>; rel="next"`',
+          description:
+            'the next page: `</path?...&cursor=...>; rel="next"`; absent on the last page. Present after ' +
+            'a short (or empty) page too: follow it until it is absent.',
           schema: string,
         },
         'Retry-After': { description: 'seconds to wait before retrying', schema: integer },

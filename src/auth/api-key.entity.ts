@@ -7,7 +7,7 @@ import type { OwnerType } from '../common/principal';
 
 /** A long-lived credential. Only the SHA-256 of its value is stored. */
 @Entity({ tableName: 'api_keys' })
-@Index({ properties: ['ownerType', 'ownerId'] })
+@Index({ name: 'api_keys_owner_created_at_index', properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
 export class ApiKey {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();

@@ -5,6 +5,17 @@ import { isUuid } from './ids';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
+/**
+ * Rows a page reads at most for conditions its index does not serve (an exclusion, a rare
+ * combination): past it the page ends, short, with the cursor to go on (docs/architecture.md, "Lists").
+ */
+export const SCAN_BUDGET = 10_000;
+/**
+ * The bound of a list's statement (a request class of its own, under DATABASE_QUERY_TIMEOUT_MS):
+ * a page reads at most SCAN_BUDGET rows, some milliseconds of work, so one that runs this long
+ * waits on a database in trouble and is canceled (503) rather than hold its connection.
+ */
+export const LIST_TIMEOUT_MS = 2000;
 
 export interface PageArgs {
   first?: number | null;
@@ -15,6 +26,11 @@ export interface Page<T> {
   items: T[];
   endCursor: string | null;
   hasNextPage: boolean;
+  /**
+   * The page ended at the scan budget: it may hold fewer than asked for (none, even) while more
+   * follow after `endCursor`.
+   */
+  scanLimited?: boolean;
 }
 
 export interface Keyed {

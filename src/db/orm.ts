@@ -1,5 +1,5 @@
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
-import type { EntityClass } from '@mikro-orm/core';
+import { DefaultLogger, type EntityClass, type LogContext, type LoggerOptions } from '@mikro-orm/core';
 import type { Client } from 'pg';
 import { boundedConnection, boundQueries } from './pg-bounds';
 import { installTextArrayParser } from './rows';
@@ -11,8 +11,11 @@ export interface OrmOptions {
   clientUrl: string;
   /** The entity classes (src/server/entities.ts); none (`[]`) to only run migrations. */
   entities: EntityClass<unknown>[];
-  /** Called with each SQL statement (tests count them to prove the absence of N+1 queries). */
-  onQuery?: (sql: string) => void;
+  /**
+   * Called with each SQL statement (tests count them to prove the absence of N+1 queries), and
+   * its values when they were sent apart from the text (queryRows: tests explain such statements).
+   */
+  onQuery?: (sql: string, values?: readonly unknown[]) => void;
   poolMax?: number;
   /**
    * Bound on opening a connection, waiting for one and on each statement (DATABASE_QUERY_TIMEOUT_MS);
@@ -53,10 +56,28 @@ export function ormConfig(opts: OrmOptions): Options {
     },
     debug: opts.onQuery ? ['query'] : false,
     colors: false,
-    logger: opts.onQuery ? (msg: string) => opts.onQuery!(msg) : undefined,
+    ...(opts.onQuery ? { loggerFactory: (o: LoggerOptions) => new QueryListener(o, opts.onQuery!) } : {}),
     discovery: { warnWhenNoEntities: false },
     metadataCache: { enabled: false },
   };
+}
+
+/** The ORM's logger, telling `onQuery` of each statement as printed, with its values. */
+class QueryListener extends DefaultLogger {
+  constructor(
+    options: LoggerOptions,
+    private readonly onQuery: NonNullable<OrmOptions['onQuery']>,
+  ) {
+    super({ ...options, writer: () => undefined });
+  }
+
+  override logQuery(context: LogContext): void {
+    if (!this.isEnabled('query', context)) return;
+    this.onQuery(
+      `[query] ${context.query}${context.took != null ? ` [took ${context.took} ms]` : ''}`,
+      context.params,
+    );
+  }
 }
 
 /**

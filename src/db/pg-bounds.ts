@@ -1,4 +1,4 @@
-import { Pool, type Client, type PoolClient } from 'pg';
+import { Connection, Pool, type Client, type PoolClient } from 'pg';
 
 /** The error a query gets when the server did not answer within the bound. */
 export class QueryTimeoutError extends Error {
@@ -83,4 +83,46 @@ export function boundedPool(opts: {
   // then emits 'error': unheard, that would end the process. The next query fails on its own.
   pool.on('error', () => undefined);
   return pool;
+}
+
+/**
+ * Ends the statement running on `client` if it still runs after `timeoutMs` (a per-request-class
+ * bound under the connection's own `statement_timeout`), without a statement of its own: past it,
+ * a cancel request goes on a connection of its own and the statement fails with `57014`.
+ * `done()` stops the timer and says whether it fired; a connection it fired on must not be
+ * reused (the cancel may land on its next statement), so it is ended.
+ */
+export function cancelAfter(client: Client, timeoutMs: number): { done(): boolean } {
+  if (timeoutMs <= 0) return { done: () => false };
+  let fired = false;
+  let finished = false;
+  const timer = setTimeout(() => {
+    fired = true;
+    // The protocol's CancelRequest, as pg's Client.cancel sends it.
+    const { host, port, processID, secretKey } = client as unknown as Record<string, never>;
+    // Not in @types/pg, but pg's own Client.cancel does exactly this.
+    const con = new Connection() as Connection & {
+      connect(port: number | string, host?: string): void;
+      cancel(processID: number, secretKey: number): void;
+    };
+    // Unreachable, the statement ends at the connection's own bound instead.
+    con.on('error', () => undefined);
+    con.on('connect', () => {
+      con.cancel(processID, secretKey);
+    });
+    con.connect((host as string).startsWith('/') ? `${host}/.s.PGSQL.${port}` : port, host);
+  }, timeoutMs);
+  timer.unref();
+  return {
+    done() {
+      clearTimeout(timer);
+      if (fired && !finished) {
+        // knex drops a connection it finds disposed instead of handing it out again.
+        (client as Client & { __knex__disposed?: string }).__knex__disposed = 'statement canceled';
+        client.end().catch(() => undefined);
+      }
+      finished = true;
+      return fired;
+    },
+  };
 }

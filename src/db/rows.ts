@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { ReferenceKind, type EntityClass } from '@mikro-orm/core';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { types } from 'pg';
+import { types, type Client } from 'pg';
+import { cancelAfter, QueryTimeoutError } from './pg-bounds';
 import { isUuid } from '../common/ids';
 import { PgTimeText, pgTime } from '../common/time';
 
@@ -139,12 +140,16 @@ export async function readByIds<T>(
  * of the busiest writes, large CTEs, cost more than running them). Only for statements of a
  * bounded set of texts whose result columns are named (no `select *` at the top: a prepared
  * statement whose result shape changes under it fails).
+ *
+ * `timeoutMs`: the bound of the request's class (lists: LIST_TIMEOUT_MS), under the connection's
+ * own; past it the statement is canceled and QueryTimeoutError says so.
  */
 export async function queryRows(
   em: EntityManager,
   sql: string,
   values: unknown[],
   prepared = false,
+  timeoutMs = 0,
 ): Promise<Record<string, unknown>[]> {
   const text = numbered(sql);
   em.config.getLogger().logQuery({ query: text, params: values, level: 'info' });
@@ -158,13 +163,17 @@ export async function queryRows(
     releaseConnection(connection: unknown): Promise<void>;
   };
   const connection = await client.acquireConnection();
+  const bound = cancelAfter(connection as unknown as Client, timeoutMs);
   try {
     // Text and values as two arguments: pg copies a query object given whole (its descriptors).
     const result = prepared
       ? await connection.query({ text, values, name: statementName(text) })
       : await connection.query(text, values);
     return result.rows;
+  } catch (err) {
+    throw bound.done() ? new QueryTimeoutError(timeoutMs) : err;
   } finally {
+    bound.done();
     await client.releaseConnection(connection);
   }
 }
@@ -228,4 +237,9 @@ export function installTextArrayParser(): void {
   textArraysInstalled = true;
   const fallback = types.getTypeParser(TEXT_ARRAY_OID, 'text') as (text: string) => unknown;
   types.setTypeParser(TEXT_ARRAY_OID, 'text', textArrayParser(fallback));
+}
+
+/** A PostgreSQL text[] literal (every element quoted, so commas and braces in tags are data). */
+export function textArray(values: string[]): string {
+  return `{${values.map((v) => `"${v.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
 }

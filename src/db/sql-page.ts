@@ -4,6 +4,8 @@ import {
   decodeCursor,
   encodeCursor,
   pageSize,
+  LIST_TIMEOUT_MS,
+  SCAN_BUDGET,
   type Keyed,
   type Page,
   type PageArgs,
@@ -17,39 +19,94 @@ export interface SqlSource {
   alias?: string;
 }
 
+/** A SQL fragment with `?` placeholders, and its values. */
+export type SqlCondition = [sql: string, ...values: unknown[]];
+
+/**
+ * What a page selects. `where`: the conditions the keyset index serves (its leading columns,
+ * such as the owner), so that every row the index yields is in the list's order. `filter`:
+ * conditions checked on each row read; a page reads at most `budget` rows for them
+ * (docs/architecture.md, "Lists").
+ */
+export interface SqlConditions {
+  where: SqlCondition[];
+  filter?: SqlCondition[];
+  budget?: number;
+}
+
 /**
  * Keyset pagination in one SQL statement, for the busiest lists, where building the query and
- * hydrating entities through the ORM cost more than running it. `conditions` are SQL fragments
- * with `?` placeholders and their values; `read` turns a row into the caller's shape. Same order,
- * cursors and indexes as findPage. `em` only lends its pool (the global one will do: no entity
- * enters an identity map, so forking one per request was pure cost).
+ * hydrating entities through the ORM cost more than running it. `read` turns a row into the
+ * caller's shape. Same order, cursors and indexes as findPage. `em` only lends its pool (the
+ * global one will do: no entity enters an identity map, so forking one per request was pure cost).
+ * A bare array of conditions is all `where`.
  */
 export async function sqlPage<T extends Keyed>(
   em: EntityManager,
   source: string | SqlSource,
-  conditions: [sql: string, ...values: unknown[]][],
+  conditions: SqlCondition[] | SqlConditions,
   args: PageArgs,
   read: (row: Record<string, unknown>) => T,
   isId: (id: unknown) => boolean = isUuid,
 ): Promise<Page<T>> {
   const { from, select = '*', alias } = typeof source === 'string' ? { from: source } : source;
+  const {
+    where,
+    filter = [],
+    budget = SCAN_BUDGET,
+  } = Array.isArray(conditions) ? { where: conditions } : conditions;
   const [createdAt, id] = alias ? [`${alias}.created_at`, `${alias}.id`] : ['created_at', 'id'];
   const limit = pageSize(args.first);
-  const all = [...conditions];
+  const all = [...where];
   if (args.after) {
     const cursor = decodeCursor(args.after, isId);
     all.push([`(${createdAt}, ${id}) < (?, ?)`, cursor.createdAt, cursor.id]);
   }
+  const values = (cs: SqlCondition[]) => cs.flatMap(([, ...v]) => v);
+  const sql = (cs: SqlCondition[]) => cs.map(([s]) => s).join(' and ');
+  const scan = `from ${from} where ${sql(all) || 'true'} order by ${createdAt} desc, ${id} desc`;
+  if (!filter.length) {
+    const rows = await queryRows(
+      em,
+      `select ${select} ${scan} limit ?`,
+      [...values(all), limit + 1],
+      false,
+      LIST_TIMEOUT_MS,
+    );
+    return pageOf(rows.map(read), limit, null);
+  }
+  // The index yields the owner's rows in order, at most `budget` of them; the filters only mark
+  // each. Every node above the scan passes rows on as they come, so a page whose filters match
+  // often stops after `limit + 1` rows. The budget-th row read comes back even if unmarked: the
+  // page ends there, and the next one starts after it.
   const rows = await queryRows(
     em,
-    `select ${select} from ${from} where ${all.map(([sql]) => sql).join(' and ')}
-     order by ${createdAt} desc, ${id} desc limit ?`,
-    [...all.flatMap(([, ...values]) => values), limit + 1],
+    `select * from (
+       select *, row_number() over () as page_scanned from (
+         select ${select}, (${sql(filter)}) as page_hit ${scan} limit ?
+       ) scan
+     ) scanned where page_hit or page_scanned = ? limit ?`,
+    [...values(filter), ...values(all), budget, budget, limit + 1],
+    false,
+    LIST_TIMEOUT_MS,
   );
-  const items = rows.slice(0, limit).map(read);
+  const hits = rows.filter((r) => r.page_hit).map(read);
+  const last = rows[rows.length - 1];
+  const stopped = hits.length <= limit && last !== undefined && Number(last.page_scanned) === budget;
+  return pageOf(hits, limit, stopped ? read(last) : null);
+}
+
+/**
+ * A page of `limit` of `items` (which may hold one more, saying that more follow). `stoppedAt`:
+ * the last row the scan budget let the page read; the next page starts after it.
+ */
+function pageOf<T extends Keyed>(items: T[], limit: number, stoppedAt: T | null): Page<T> {
+  const page = items.slice(0, limit);
+  const end = stoppedAt ?? page[page.length - 1];
   return {
-    items,
-    hasNextPage: rows.length > limit,
-    endCursor: items.length ? encodeCursor(items[items.length - 1]) : null,
+    items: page,
+    hasNextPage: items.length > limit || stoppedAt !== null,
+    endCursor: end ? encodeCursor(end) : null,
+    scanLimited: stoppedAt !== null,
   };
 }

@@ -18,6 +18,14 @@ export class PageInfo {
 
   @Field(() => String, { nullable: true, description: 'Pass as `after` to get the next page.' })
   endCursor!: string | null;
+
+  @Field(() => Boolean, {
+    description:
+      'The page stopped at the scan budget (filters its index does not serve): it may hold fewer ' +
+      'nodes than `first`, none even, while more follow after `endCursor`. Follow `hasNextPage`, ' +
+      'not the count of nodes.',
+  })
+  scanLimited!: boolean;
 }
 
 export interface ConnectionShape<T> {
@@ -64,7 +72,11 @@ export function toConnection<T, U>(
     get edges() {
       return page.items.map((item, i) => ({ cursor: cursorOf(item), node: nodes[i] }));
     },
-    pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
+    pageInfo: {
+      hasNextPage: page.hasNextPage,
+      endCursor: page.endCursor,
+      scanLimited: page.scanLimited ?? false,
+    },
   };
 }
 

@@ -12,10 +12,11 @@ export type MediaType = 'source_asset' | 'target_asset';
 export type MediaStatus = 'uploading' | 'live' | 'deleting';
 
 @Entity({ tableName: 'media_assets' })
-@Index({ properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
+// Only live rows: the lists read no other (sqlPage's `where`).
 @Index({
-  name: 'media_assets_tags_gin',
-  expression: 'create index "media_assets_tags_gin" on "media_assets" using gin ("tags")',
+  name: 'media_assets_live_owner_index',
+  expression:
+    'create index "media_assets_live_owner_index" on "media_assets" ("owner_type", "owner_id", "created_at", "id") where "status" = \'live\'',
 })
 export class MediaAsset {
   @PrimaryKey({ type: 'uuid' })

@@ -32,9 +32,8 @@ export interface ModelArgument {
  * change, as an immutable ModelVersion.
  */
 @Entity({ tableName: 'models' })
-@Index({ properties: ['ownerType', 'ownerId'] })
+@Index({ name: 'models_owner_created_at_index', properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
 @Index({ properties: ['createdAt', 'id'] })
-@Index({ properties: ['tags'], type: 'gin' })
 export class Model {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();

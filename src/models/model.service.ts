@@ -16,7 +16,8 @@ import { isUuid } from '../common/ids';
 import { raw as rawSql, type StatementPart } from '../db/sql';
 import { findPage, pageSize, type Page, type PageArgs } from '../common/pagination';
 import { normaliseTags } from '../common/tags';
-import { readByIds } from '../db/rows';
+import { readByIds, rowReader, textArray } from '../db/rows';
+import { sqlPage, type SqlCondition } from '../db/sql-page';
 import { Team } from '../teams/team.entity';
 import { Model, ModelFollow, ModelLike, ModelVersion, type ModelReaction } from './model.entity';
 import { checkDefinition, type ModelDefinitionInput } from './model.validation';
@@ -160,13 +161,42 @@ export class ModelService {
     return readByIds(this.orm, Model, ids);
   }
 
-  /** The catalogue, newest first. The tag filter is an array overlap (`&&`) served by a GIN index. */
+  /**
+   * The catalogue (or the principal's own models), newest first, as plain read-only rows. The
+   * tag filter is checked per row within the scan budget: a GIN index finds tagged models but not
+   * in the list's order, so a common tag read every tagged model per page.
+   */
   async list(principal: Principal, filter: ModelFilter, args: PageArgs): Promise<Page<Model>> {
-    const where: FilterQuery<Model>[] = [];
     const tags = normaliseTags(filter.tags);
-    if (tags.length) where.push({ tags: { $overlap: tags } });
-    where.push(filter.mine ? ownedBy(principal) : visibleTo(principal));
-    return findPage(this.orm.em.fork(), Model, { $and: where }, args);
+    const owner = filter.mine ? ownedBy(principal) : null;
+    // Most models are public: whom a model is visible to is checked per row, within the budget.
+    const self = ownedBy(principal);
+    const visible: SqlCondition = principal.team
+      ? [
+          "(visibility = 'public' or (owner_type = ? and owner_id = ?) or shared_with @> array[?]::text[])",
+          self.ownerType,
+          self.ownerId,
+          principal.team.id,
+        ]
+      : ["(visibility = 'public' or (owner_type = ? and owner_id = ?))", self.ownerType, self.ownerId];
+    return sqlPage(
+      this.orm.em,
+      'models',
+      {
+        where: owner
+          ? [
+              ['owner_type = ?', owner.ownerType],
+              ['owner_id = ?', owner.ownerId],
+            ]
+          : [],
+        filter: [
+          ...(owner ? [] : [visible]),
+          ...(tags.length ? [['tags && ?::text[]', textArray(tags)] as SqlCondition] : []),
+        ],
+      },
+      args,
+      rowReader(this.orm, Model),
+    );
   }
 
   /** Changes the given fields; a change to what runs makes a new version, in the same transaction. */

@@ -1,5 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { findPage, type Page, type PageArgs } from '../common/pagination';
+import type { Page, PageArgs } from '../common/pagination';
+import { rowReader } from '../db/rows';
+import { sqlPage, type SqlCondition } from '../db/sql-page';
 import { isUuid } from '../common/ids';
 import { raw, sql, type StatementPart } from '../db/sql';
 import { AuditRecord, type AuditVia } from './team.entity';
@@ -80,19 +82,29 @@ export class AuditLog {
     if (caller.team) this.record(em, caller, caller.team.id, entry);
   }
 
-  /** A team's records, newest first (the caller's right to read them is checked by TeamService). */
+  /**
+   * A team's records, newest first, as plain read-only rows (the caller's right to read them is
+   * checked by TeamService). The filters are checked per row within the scan budget: an action
+   * or an actor may be rare among years of records.
+   */
   async list(
     teamId: string,
     filter: { action?: string | null; actorId?: string | null },
     args: PageArgs,
   ): Promise<Page<AuditRecord>> {
-    const where: Record<string, unknown> = { teamId };
-    if (filter.action) where.action = filter.action;
+    const checks: SqlCondition[] = [];
+    if (filter.action) checks.push(['action = ?', filter.action]);
     if (filter.actorId) {
       if (!isUuid(filter.actorId)) return { items: [], hasNextPage: false, endCursor: null };
-      where.actorUserId = filter.actorId.toLowerCase();
+      checks.push(['actor_user_id = ?', filter.actorId.toLowerCase()]);
     }
-    return findPage(this.orm.em.fork(), AuditRecord, where, args);
+    return sqlPage(
+      this.orm.em,
+      'team_audit',
+      { where: [['team_id = ?', teamId]], filter: checks },
+      args,
+      rowReader(this.orm, AuditRecord),
+    );
   }
 
   /** Drops the records older than AUDIT_RETENTION_DAYS; the worker's sweeper calls it. */

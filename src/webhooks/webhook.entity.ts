@@ -37,7 +37,7 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
  * `webhook-id` of every attempt; its body is fixed by the first attempt.
  */
 @Entity({ tableName: 'webhook_deliveries' })
-@Index({ properties: ['job', 'createdAt'] })
+@Index({ name: 'webhook_deliveries_job_created_at_id_index', properties: ['job', 'createdAt', 'id'] })
 export class WebhookDelivery {
   /** `msg_` and 32 hex digits. */
   @PrimaryKey({ type: 'text' })

@@ -33,7 +33,7 @@ export async function startTestApp(
   opts: {
     databaseUrl?: string;
     issuer?: TestIssuer;
-    onQuery?: (sql: string) => void;
+    onQuery?: (sql: string, values?: readonly unknown[]) => void;
     /** Where the service logs (the tests of log lines read them). */
     log?: Logger;
     /** Changes the app's declared HTTP pipeline (test/http-pipeline.test.ts). */

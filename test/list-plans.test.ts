@@ -1,0 +1,328 @@
+/**
+ * Every list's statement at 100,000 rows of one owner (other owners' rows beside them): read
+ * through its index, never a sequential scan of the owner's table, and no more rows examined
+ * than the scan budget, whatever the filter (docs/architecture.md, "Lists").
+ */
+import { Client } from 'pg';
+import { SCAN_BUDGET } from '../src/common/pagination';
+import { loggedSql } from './helpers/sql';
+import { startTestApp, type TestApp } from './helpers/app';
+
+let t: TestApp;
+let pg: Client;
+/** The statements of the request under way, with their values. */
+let recording: { sql: string; values?: readonly unknown[] }[] | undefined;
+
+const ROWS = 100_000;
+
+beforeAll(async () => {
+  // The connection's own bound far above the list's: what ends a list statement is its class's.
+  t = await startTestApp(
+    { DATABASE_QUERY_TIMEOUT_MS: '60000' },
+    { onQuery: (sql, values) => recording?.push({ sql: loggedSql(sql), values }) },
+  );
+  pg = new Client({ connectionString: t.databaseUrl });
+  await pg.connect();
+}, 60_000);
+
+afterAll(async () => {
+  await pg?.end();
+  await t?.close();
+});
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
+
+/** The plan PostgreSQL ran for a statement, with the rows each node read. */
+async function explained(s: { sql: string; values?: readonly unknown[] }): Promise<PlanNode[]> {
+  const { rows } = await pg.query(`explain (analyze, format json) ${s.sql}`, s.values as unknown[]);
+  return nodesOf((rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0].Plan);
+}
+
+/** Rows a scan node looked at: those it answered and those its filter dropped. */
+const examined = (n: PlanNode) => (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'];
+
+/** Runs `request`, then checks the plan of each statement it ran on `table`. */
+async function plansOf(table: string, request: () => Promise<unknown>): Promise<PlanNode[][]> {
+  recording = [];
+  await request();
+  const statements = recording.filter((s) => new RegExp(`from "?${table}"?\\b`).test(s.sql));
+  recording = undefined;
+  expect(statements.length).toBeGreaterThan(0);
+  return Promise.all(statements.map(explained));
+}
+
+function expectBounded(plans: PlanNode[][], table: string, index: string | RegExp): void {
+  for (const plan of plans) {
+    const scans = plan.filter((n) => n['Relation Name'] === table);
+    expect(scans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expect(scans.map((n) => n['Index Name'])).toContainEqual(expect.stringMatching(index));
+    for (const scan of scans) expect(examined(scan)).toBeLessThanOrEqual(SCAN_BUDGET);
+  }
+}
+
+async function userOwner(auth: string): Promise<string> {
+  const me = await t.gql('{ me { id } }', {}, auth);
+  return me.body.data.me.id as string;
+}
+
+describe('media at 100,000 rows', () => {
+  let auth: string;
+  let owner: string;
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('many-media')}`;
+    owner = await userOwner(auth);
+    // The owner's rows: every one tagged `common`, 1 in 100 `mid`, 1 in 10,000 `rare`; 1 in 1,000
+    // still uploading; then as many of 9 other owners.
+    await pg.query(
+      `insert into media_assets (id, owner_type, owner_id, type, status, image_name, extension, content_type,
+                                 size, sha256, tags, created_at, updated_at)
+       select gen_random_uuid(), 'user', case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end, 'source_asset',
+              case when i % 1000 = 0 then 'uploading' else 'live' end, 'f' || i || '.png', 'png', 'image/png',
+              10, md5(i::text),
+              array['common'] || case when i % 100 = 0 then array['mid'] else '{}' end
+                              || case when i % 10000 = 7 then array['rare'] else '{}' end,
+              timestamptz '2025-01-01' + i * interval '1 second', now()
+       from generate_series(1, $2 * 2) i`,
+      [owner, ROWS],
+    );
+    await pg.query('analyze media_assets');
+  }, 120_000);
+
+  const list = (query: string) => t.http().get(`/api/v1/media?${query}`).set('authorization', auth);
+
+  it.each([
+    ['limit=50'],
+    ['limit=50&tags=common'],
+    ['limit=50&tags=mid'],
+    ['limit=50&tags=rare'],
+    ['limit=50&excludeTags=common'],
+    ['limit=50&tags=mid&excludeTags=mid'],
+  ])('GET /api/v1/media?%s reads through the live index, within the budget', async (query) => {
+    expectBounded(
+      await plansOf('media_assets', () => list(query).expect(200)),
+      'media_assets',
+      'media_assets_live_owner_index',
+    );
+  });
+
+  it('an exclusion that matches every row answers a short page with the cursor to go on', async () => {
+    const first = await list('limit=50&excludeTags=common').expect(200);
+    expect(first.body.media).toEqual([]);
+    const next = /<([^>]+)>; rel="next"/.exec(first.headers.link)?.[1];
+    expect(next).toBeDefined();
+    // The cursor goes on from where the scan stopped, SCAN_BUDGET rows down.
+    const plans = await plansOf('media_assets', async () => {
+      const second = await t.http().get(next!).set('authorization', auth).expect(200);
+      expect(second.body.media).toEqual([]);
+      expect(second.headers.link).toMatch(/rel="next"/);
+    });
+    expectBounded(plans, 'media_assets', 'media_assets_live_owner_index');
+
+    const gql = await t.gql(
+      'query ($after: String) { media(filter: { excludeTags: ["common"] }, first: 50, after: $after) { nodes { id } pageInfo { hasNextPage endCursor scanLimited } } }',
+      {},
+      auth,
+    );
+    expect(gql.body.data.media).toEqual({
+      nodes: [],
+      pageInfo: { hasNextPage: true, endCursor: expect.any(String), scanLimited: true },
+    });
+  });
+
+  it('following the cursor of short pages finds every rare row, in order, and ends', async () => {
+    const found: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    for (;;) {
+      const res = await t.gql(
+        'query ($after: String) { media(filter: { tags: ["rare"] }, first: 50, after: $after) { nodes { imageName } pageInfo { hasNextPage endCursor scanLimited } } }',
+        { after },
+        auth,
+      );
+      const { nodes, pageInfo } = res.body.data.media;
+      found.push(...nodes.map((n: { imageName: string }) => n.imageName));
+      pages++;
+      if (!pageInfo.hasNextPage) break;
+      expect(pageInfo.scanLimited).toBe(true);
+      after = pageInfo.endCursor;
+    }
+    // The owner's rare rows: i % 10000 = 7 for i up to ROWS, newest first.
+    const rare = Array.from({ length: ROWS / 10000 }, (_, k) => `f${ROWS - 10000 + 7 - k * 10000}.png`);
+    expect(found).toEqual(rare);
+    expect(pages).toBeGreaterThanOrEqual(ROWS / SCAN_BUDGET);
+  });
+});
+
+describe('a list statement past its bound', () => {
+  it('is canceled and answers 503, and its connection serves again', async () => {
+    const auth = `Bearer ${await t.tokenFor('locked-out')}`;
+    await t.http().get('/api/v1/media').set('authorization', auth).expect(200);
+    // Another session holds the table: the list's statement waits past LIST_TIMEOUT_MS.
+    const locker = new Client({ connectionString: t.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table media_assets in access exclusive mode');
+      // Without the list's own bound the request would wait for the lock: it is let go after 10 s.
+      const letGo = setTimeout(() => void locker.query('rollback'), 10_000);
+      const res = await t.http().get('/api/v1/media').set('authorization', auth);
+      clearTimeout(letGo);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('UNAVAILABLE');
+      // Canceled on the server, not left waiting behind the lock.
+      const { rows } = await pg.query(
+        `select count(*)::int as n from pg_stat_activity where query like '%from media_assets%' and state = 'active' and pid <> pg_backend_pid()`,
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await locker.query('rollback');
+      await locker.end();
+    }
+    for (let i = 0; i < 12; i++) await t.http().get('/api/v1/media').set('authorization', auth).expect(200);
+  });
+});
+
+describe('models, API keys and webhook messages at 100,000 rows', () => {
+  let auth: string;
+  let owner: string;
+  const job = '00000000-0000-4000-8000-0000000000a1';
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('many-things')}`;
+    owner = await userOwner(auth);
+    // Models: 1 in 10 the owner's; all tagged `common`, 1 in 10,000 `rare`.
+    await pg.query(
+      `insert into models (id, name, container, args, tags, owner_type, owner_id, created_at, updated_at)
+       select gen_random_uuid(), 'm' || i, 'c', '[]', array['common'] || case when i % 10000 = 7 then array['rare'] else '{}' end,
+              'user', case when i % 10 = 0 then $1::uuid else md5((i % 9)::text)::uuid end,
+              timestamptz '2025-01-01' + i * interval '1 second', now()
+       from generate_series(1, $2 * 10) i`,
+      [owner, ROWS / 10],
+    );
+    await pg.query(
+      `insert into api_keys (id, name, key_hash, owner_type, owner_id, created_by_id, created_at)
+       select gen_random_uuid(), 'k' || i, md5(i::text), 'user', case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end,
+              $1, timestamptz '2025-01-01' + i * interval '1 second'
+       from generate_series(1, $2 * 2) i`,
+      [owner, ROWS],
+    );
+    await pg.query(
+      `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+       values ('00000000-0000-4000-8000-0000000000d1', 'user', $1, 'd', gen_random_uuid(), '{}', gen_random_uuid(), now())`,
+      [owner],
+    );
+    await pg.query(
+      `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                         machine_type, machine_count, timeout_seconds, created_at, updated_at)
+       values ($2, '00000000-0000-4000-8000-0000000000d1', gen_random_uuid(), 'user', $1, 'succeeded', 'local', '[]', 'c',
+               'cpu', 1, 60, now(), now())`,
+      [owner, job],
+    );
+    await pg.query(
+      `insert into webhook_deliveries (id, job_id, owner_type, owner_id, event, url, status, created_at)
+       select 'msg_' || md5(i::text), $2, 'user', $1, 'job.succeeded', 'http://example.invalid/', 'delivered',
+              timestamptz '2025-01-01' + i * interval '1 second'
+       from generate_series(1, $3::int) i`,
+      [owner, job, ROWS],
+    );
+    await pg.query('analyze models; analyze api_keys; analyze webhook_deliveries');
+  }, 120_000);
+
+  const models = (filter: string) =>
+    t.gql(
+      `{ models(filter: ${filter}, first: 50) { nodes { id } pageInfo { hasNextPage scanLimited } } }`,
+      {},
+      auth,
+    );
+
+  it.each([
+    ['{}'],
+    ['{ tags: ["common"] }'],
+    ['{ tags: ["rare"] }'],
+    ['{ mine: true }'],
+    ['{ mine: true, tags: ["rare"] }'],
+  ])('models(filter: %s) reads through its keyset index, within the budget', async (filter) => {
+    const plans = await plansOf('models', async () =>
+      expect((await models(filter)).body.errors).toBeUndefined(),
+    );
+    expectBounded(plans, 'models', /^models_(created_at_id|owner_created_at)_index$/);
+  });
+
+  it('a rare tag answers a short page that says so', async () => {
+    const res = await models('{ tags: ["rare"] }');
+    expect(res.body.data.models.nodes.length).toBeLessThan(50);
+    expect(res.body.data.models.pageInfo).toEqual({ hasNextPage: true, scanLimited: true });
+  });
+
+  it('API keys read through the owner index', async () => {
+    const plans = await plansOf('api_keys', () =>
+      t.http().get('/api/v1/tokens?limit=50').set('authorization', auth).expect(200),
+    );
+    expectBounded(plans, 'api_keys', 'api_keys_owner_created_at_index');
+  });
+
+  it("a job's webhook messages read through the job index", async () => {
+    const plans = await plansOf('webhook_deliveries', async () => {
+      const res = await t.gql(
+        'query ($job: ID!) { webhookDeliveries(jobId: $job, first: 50) { nodes { id } } }',
+        { job },
+        auth,
+      );
+      expect(res.body.data.webhookDeliveries.nodes).toHaveLength(50);
+    });
+    expectBounded(plans, 'webhook_deliveries', 'webhook_deliveries_job_created_at_id_index');
+  });
+});
+
+describe("a team's audit log at 100,000 records", () => {
+  let auth: string;
+  let team: string;
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('auditor')}`;
+    const made = await t.gql(
+      'mutation ($input: CreateTeamInput!) { createTeam(input: $input) { id } }',
+      { input: { name: 'audited' } },
+      auth,
+    );
+    team = made.body.data.createTeam.id;
+    // The team's records (1 in 10,000 `api_key.created`), then as many of other teams.
+    await pg.query(
+      `insert into team_audit (id, team_id, created_at, actor_via, action, target_type, details)
+       select gen_random_uuid(), case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end,
+              timestamptz '2025-01-01' + i * interval '1 second', 'user_token',
+              case when i % 10000 = 7 then 'api_key.created' else 'member.role_changed' end, 'member', '{}'
+       from generate_series(1, $2 * 2) i`,
+      [team, ROWS],
+    );
+    await pg.query('analyze team_audit');
+  }, 120_000);
+
+  it.each([
+    [''],
+    ['&action=api_key.created'],
+    ['&action=member.role_changed'],
+    [`&actor=00000000-0000-4000-8000-000000000000`],
+  ])(
+    'GET /api/v1/teams/:id/audit?limit=50%s reads through the team index, within the budget',
+    async (query) => {
+      const plans = await plansOf('team_audit', () =>
+        t.http().get(`/api/v1/teams/${team}/audit?limit=50${query}`).set('authorization', auth).expect(200),
+      );
+      expectBounded(plans, 'team_audit', 'team_audit_team_created_at_id_index');
+    },
+  );
+});
