@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# CI's check of the container image (.ci/run; docs/operations.md, "The container image"): builds
+# it with `npm run image`, prints its size and largest layers, starts the service from it (the
+# image's own entrypoint and command, host network, an external PostgreSQL: the repository's
+# embedded one in a process of its own), measures the time until /readyz answers, and checks
+# that SIGTERM stops it with exit 0. It starts the image twice on the same database: the first
+# start applies every migration, the second is an ordinary restart.
+# Cleans up everything it made: containers, the database, the image, and the local base image
+# when it had to assemble one. Needs root (buildah on vfs) and `npm ci` done (the database helper).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
+
+PORT=18766
+MAX_BYTES=$((400 * 1000 * 1000))
+tag="media-platform:$(node -p 'require("./package.json").version')"
+local_base=localhost/node:24-bookworm-slim
+work=$(mktemp -d)
+chmod 755 "$work"
+base_existed=""
+buildah inspect --type image "$local_base" >/dev/null 2>&1 && base_existed=yes
+pg_pid=""
+ctr=""
+cleanup() {
+  [ -n "$ctr" ] && buildah rm "$ctr" >/dev/null 2>&1
+  if [ -n "$pg_pid" ]; then kill -TERM "$pg_pid" 2>/dev/null && wait "$pg_pid" 2>/dev/null; fi
+  buildah rmi "$tag" >/dev/null 2>&1
+  [ -z "$base_existed" ] && buildah rmi "$local_base" >/dev/null 2>&1
+  rm -rf "$work"
+  true
+}
+trap cleanup EXIT
+
+start=$(date +%s)
+npm run --silent image
+echo "image-check: built $tag in $(($(date +%s) - start)) s"
+
+# Size: the uncompressed layers, as `buildah push --disable-compression` writes them.
+buildah push --quiet --disable-compression "$tag" "dir:$work/layers" >/dev/null
+node - "$work/layers" "$MAX_BYTES" <<'JS'
+const fs = require('node:fs');
+const path = require('node:path');
+const [dir, max] = process.argv.slice(2);
+const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+const config = JSON.parse(fs.readFileSync(path.join(dir, manifest.config.digest.replace('sha256:', '')), 'utf8'));
+const steps = (config.history ?? []).filter((h) => !h.empty_layer).map((h) => h.created_by ?? '');
+const layers = manifest.layers.map((l, i) => ({ bytes: l.size, step: steps[i] ?? '?' }));
+const total = layers.reduce((n, l) => n + l.bytes, 0);
+const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
+console.log(`image-check: size ${mb(total)} uncompressed, ${layers.length} layers; the largest:`);
+for (const l of [...layers].sort((a, b) => b.bytes - a.bytes).slice(0, 5))
+  console.log(`  ${mb(l.bytes).padStart(9)}  ${l.step.replace(/\s+/g, ' ').slice(0, 110)}`);
+if (total > Number(max)) {
+  console.error(`image-check: the image exceeds ${mb(Number(max))}`);
+  process.exit(1);
+}
+JS
+rm -rf "$work/layers"
+
+# The external database.
+mkdir -p "$work/pg"
+node -r @swc-node/register test/helpers/pg-child.ts "$work/pg" 0 >"$work/pg.url" 2>"$work/pg.log" &
+pg_pid=$!
+for _ in $(seq 1 120); do
+  [ -s "$work/pg.url" ] && break
+  kill -0 "$pg_pid" 2>/dev/null || { echo "image-check: PostgreSQL did not start"; cat "$work/pg.log"; exit 1; }
+  sleep 1
+done
+database_url=$(head -1 "$work/pg.url")
+
+# The image's own entrypoint and command, as a container engine runs them.
+mapfile -t argv < <(buildah inspect --type image --format \
+  '{{range .Docker.Config.Entrypoint}}{{println .}}{{end}}{{range .Docker.Config.Cmd}}{{println .}}{{end}}' "$tag")
+argv=("${argv[@]:0:${#argv[@]}}")
+data="$work/data"
+mkdir -p "$data"
+chown 10001:10001 "$data"
+
+run_once() {
+  local label=$1 log="$work/$1.log" t0 ready="" pid
+  ctr=$(buildah from --quiet --pull=false "$tag")
+  t0=$(date +%s%N)
+  buildah run --isolation chroot --network host --volume "$data:/var/lib/media-platform" \
+    --env "DATABASE_URL=$database_url" --env "PORT=$PORT" --env "HOST=127.0.0.1" \
+    --env "BRIDGE_SECRET_KEY=$(openssl rand -hex 32)" --env "BRIDGE_PORT=$((PORT + 1))" \
+    --env LOG_LEVEL=warn "$ctr" -- "${argv[@]}" >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 1200); do
+    if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then ready=yes; break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [ -z "$ready" ]; then
+    echo "image-check: the image did not become ready ($label):"; cat "$log"; kill "$pid" 2>/dev/null; exit 1
+  fi
+  echo "image-check: $label: /readyz answered 200 after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  # The service is the container's process tree: signal its init (tini) as an engine would.
+  kill -TERM "$(pgrep -P "$pid" -x tini || pgrep -f '^/usr/bin/tini --' | head -1)"
+  if ! wait "$pid"; then echo "image-check: $label: SIGTERM did not stop it with exit 0:"; cat "$log"; exit 1; fi
+  echo "image-check: $label: SIGTERM stopped it with exit 0"
+  buildah rm "$ctr" >/dev/null
+  ctr=""
+}
+run_once "first start (migrations)"
+run_once "restart"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `npm run image`: builds the Containerfile as media-platform:<package version> (docs/operations.md,
+# "The container image"). With a Docker engine, `docker build`; otherwise Debian's buildah (as
+# root, chroot isolation, vfs storage: no daemon, no user namespaces). When the official base
+# cannot be pulled, an equivalent is assembled locally first (scripts/image-base.sh) and passed
+# as the BASE build argument.
+#   IMAGE_BASE=<image>   build on this base instead (must be present or pullable)
+#   NODE_EXTRA_CA_CERTS  extra CA certificates (a TLS-intercepting proxy before the npm registry):
+#                        handed to the build's npm as the build secret `ca`, never stored in the image
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=$(node -p 'require("./package.json").version')
+tag="media-platform:$version"
+revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+if ! git diff --quiet HEAD 2>/dev/null; then revision="$revision-dirty"; fi
+source_url=$(git remote get-url origin 2>/dev/null || echo unknown)
+official=docker.io/library/node:24-bookworm-slim
+local_base=localhost/node:24-bookworm-slim
+args=(--file Containerfile --tag "$tag" --build-arg "VERSION=$version"
+  --build-arg "REVISION=$revision" --build-arg "SOURCE=$source_url")
+if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
+  args+=(--secret "id=ca,src=$NODE_EXTRA_CA_CERTS")
+fi
+
+if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+  echo "image: docker build $tag"
+  [ -n "${IMAGE_BASE:-}" ] && args+=(--build-arg "BASE=$IMAGE_BASE")
+  docker build "${args[@]}" .
+  exit 0
+fi
+
+command -v buildah >/dev/null || {
+  echo "image: neither a Docker engine nor buildah (apt-get install buildah)" >&2
+  exit 1
+}
+export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
+base=${IMAGE_BASE:-}
+if [ -z "$base" ]; then
+  if buildah inspect --type image "$official" >/dev/null 2>&1 ||
+    timeout 120 buildah pull --quiet "$official" >/dev/null 2>&1; then
+    base=$official
+  else
+    echo "image: $official cannot be pulled here; assembling $local_base (scripts/image-base.sh)"
+    buildah inspect --type image "$local_base" >/dev/null 2>&1 || scripts/image-base.sh "$local_base"
+    base=$local_base
+  fi
+fi
+echo "image: buildah build $tag on $base"
+# --format docker: the OCI format has no HEALTHCHECK. The host network: npm ci reaches the registry.
+buildah build --isolation chroot --network host --format docker --layers=false --pull=false \
+  --build-arg "BASE=$base" "${args[@]}" .
