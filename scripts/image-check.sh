@@ -55,6 +55,11 @@ if (total > Number(max)) {
   process.exit(1);
 }
 JS
+# What fills the largest layer, by package (or top directory).
+largest=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).layers.sort((a, b) => b.size - a.size)[0].digest.slice(7)' "$work/layers/manifest.json")
+echo "image-check: the largest layer's largest parts:"
+tar tvf "$work/layers/$largest" | awk '{ n = split($6, p, "/"); k = p[1] "/" p[2] "/" p[3]; if (p[3] ~ /^@/) k = k "/" p[4]; s[k] += $3 }
+  END { for (k in s) printf "%9.1f MB  %s\n", s[k] / 1e6, k }' | sort -rn | head -8
 rm -rf "$work/layers"
 
 # The external database.
@@ -71,10 +76,17 @@ database_url=$(head -1 "$work/pg.url")
 # The image's own entrypoint and command, as a container engine runs them.
 mapfile -t argv < <(buildah inspect --type image --format \
   '{{range .Docker.Config.Entrypoint}}{{println .}}{{end}}{{range .Docker.Config.Cmd}}{{println .}}{{end}}' "$tag")
-argv=("${argv[@]:0:${#argv[@]}}")
 data="$work/data"
 mkdir -p "$data"
 chown 10001:10001 "$data"
+
+descendants() {
+  local c
+  for c in $(pgrep -P "$1"); do
+    echo "$c"
+    descendants "$c"
+  done
+}
 
 run_once() {
   local label=$1 log="$work/$1.log" t0 ready="" pid
@@ -94,12 +106,28 @@ run_once() {
     echo "image-check: the image did not become ready ($label):"; cat "$log"; kill "$pid" 2>/dev/null; exit 1
   fi
   echo "image-check: $label: /readyz answered 200 after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-  # The service is the container's process tree: signal its init (tini) as an engine would.
-  kill -TERM "$(pgrep -P "$pid" -x tini || pgrep -f '^/usr/bin/tini --' | head -1)"
+  # An engine signals the container's PID 1: here, the tini below `buildah run`.
+  local p tini=""
+  for p in $(descendants "$pid"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = tini ] && tini=$p; done
+  [ -n "$tini" ] || { echo "image-check: no tini in the container's processes"; exit 1; }
+  kill -TERM "$tini"
   if ! wait "$pid"; then echo "image-check: $label: SIGTERM did not stop it with exit 0:"; cat "$log"; exit 1; fi
   echo "image-check: $label: SIGTERM stopped it with exit 0"
   buildah rm "$ctr" >/dev/null
   ctr=""
 }
+# Without DATABASE_URL: the image has no embedded PostgreSQL, and says so in one line, exit 2.
+ctr=$(buildah from --quiet --pull=false "$tag")
+status=0
+buildah run --isolation chroot --network host --volume "$data:/var/lib/media-platform" \
+  --env "PORT=$PORT" --env "HOST=127.0.0.1" --env "BRIDGE_SECRET_KEY=$(openssl rand -hex 32)" \
+  "$ctr" -- "${argv[@]}" >"$work/no-db.log" 2>&1 || status=$?
+if [ "$status" != 2 ] || ! grep -q 'set DATABASE_URL' "$work/no-db.log"; then
+  echo "image-check: without DATABASE_URL the image should exit 2 naming it; exit $status:"; cat "$work/no-db.log"; exit 1
+fi
+echo "image-check: without DATABASE_URL: exit 2, \"$(head -1 "$work/no-db.log")\""
+buildah rm "$ctr" >/dev/null
+ctr=""
+
 run_once "first start (migrations)"
 run_once "restart"

@@ -42,7 +42,11 @@ if [ -z "$base" ]; then
     base=$official
   else
     echo "image: $official cannot be pulled here; assembling $local_base (scripts/image-base.sh)"
-    buildah inspect --type image "$local_base" >/dev/null 2>&1 || scripts/image-base.sh "$local_base"
+    # Reused while it was made by this version of the script (a label holds the script's hash).
+    made_by=$(buildah inspect --type image --format '{{index .Docker.Config.Labels "media-platform.base-script"}}' "$local_base" 2>/dev/null || true)
+    if [ "$made_by" != "$(sha256sum scripts/image-base.sh | cut -c1-64)" ]; then
+      scripts/image-base.sh "$local_base"
+    fi
     base=$local_base
   fi
 fi

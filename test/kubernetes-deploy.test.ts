@@ -30,7 +30,8 @@ interface PodSpec {
 
 const manifests = deployManifests();
 const ROOT = path.resolve(__dirname, '..');
-const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 function one(kind: string, name: string): Manifest {
   const found = manifests.filter((m) => m.kind === kind && m.metadata.name === name);
