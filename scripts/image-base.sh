@@ -87,6 +87,9 @@ buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
   --label org.opencontainers.image.description="local equivalent of node:24-bookworm-slim (scripts/image-base.sh)" \
   --label "media-platform.base-script=$(sha256sum "$0" | cut -c1-64)" \
   "$ctr"
+previous=$(buildah images --quiet "$NAME" 2>/dev/null || true)
 buildah commit --quiet --rm "$ctr" "$NAME" >/dev/null
 ctr=""
+# The base this one replaces, unless an image still uses it.
+[ -n "$previous" ] && { buildah rmi "$previous" >/dev/null 2>&1 || true; }
 echo "image-base: $NAME"

@@ -44,27 +44,29 @@ const [dir, max] = process.argv.slice(2);
 const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
 const config = JSON.parse(fs.readFileSync(path.join(dir, manifest.config.digest.replace('sha256:', '')), 'utf8'));
 const steps = (config.history ?? []).filter((h) => !h.empty_layer).map((h) => h.created_by ?? '');
-const layers = manifest.layers.map((l, i) => ({ bytes: l.size, step: steps[i] ?? '?' }));
+const layers = manifest.layers.map((l, i) => ({ bytes: l.size, file: l.digest.slice(7), step: steps[i] ?? '?' }));
 const total = layers.reduce((n, l) => n + l.bytes, 0);
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
-console.log(`image-check: size ${mb(total)} uncompressed, ${layers.length} layers; the largest:`);
-for (const l of [...layers].sort((a, b) => b.bytes - a.bytes).slice(0, 5))
-  console.log(`  ${mb(l.bytes).padStart(9)}  ${l.step.replace(/\s+/g, ' ').slice(0, 110)}`);
+console.log(`image-check: size ${mb(total)} uncompressed, ${layers.length} layers`);
 if (total > Number(max)) {
   console.error(`image-check: the image exceeds ${mb(Number(max))}`);
   process.exit(1);
 }
+fs.writeFileSync(path.join(dir, 'largest'), [...layers].sort((a, b) => b.bytes - a.bytes).slice(0, 3)
+  .map((l) => `${l.file} ${mb(l.bytes)} ${l.step.replace(/\s+/g, ' ').slice(0, 80)}`).join('\n') + '\n');
 JS
-# What fills the largest layer, by package (or top directory).
-largest=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).layers.sort((a, b) => b.size - a.size)[0].digest.slice(7)' "$work/layers/manifest.json")
-echo "image-check: the largest layer's largest parts:"
-tar tvf "$work/layers/$largest" | awk '{ n = split($6, p, "/"); k = p[1] "/" p[2] "/" p[3]; if (p[3] ~ /^@/) k = k "/" p[4]; s[k] += $3 }
-  END { for (k in s) printf "%9.1f MB  %s\n", s[k] / 1e6, k }' | sort -rn | head -8
+# The largest layers, and what fills each (by package, or directory two levels down).
+while read -r file size unit step; do
+  echo "image-check: layer of $size $unit ($step):"
+  tar tvf "$work/layers/$file" | awk '{ n = split($6, p, "/"); k = p[1] "/" p[2] "/" p[3]; if (p[3] ~ /^@/) k = k "/" p[4]; s[k] += $3 }
+    END { for (k in s) printf "%9.1f MB  %s\n", s[k] / 1e6, k }' | sort -rn | sed -n 1,6p
+done <"$work/layers/largest"
 rm -rf "$work/layers"
 
 # The external database.
 mkdir -p "$work/pg"
-node -r @swc-node/register test/helpers/pg-child.ts "$work/pg" 0 >"$work/pg.url" 2>"$work/pg.log" &
+pg_port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+node -r @swc-node/register test/helpers/pg-child.ts "$work/pg" "$pg_port" >"$work/pg.url" 2>"$work/pg.log" &
 pg_pid=$!
 for _ in $(seq 1 120); do
   [ -s "$work/pg.url" ] && break
@@ -73,7 +75,8 @@ for _ in $(seq 1 120); do
 done
 database_url=$(head -1 "$work/pg.url")
 
-# The image's own entrypoint and command, as a container engine runs them.
+# The image's own entrypoint and command, as a container engine runs them. `buildah run` gives
+# no PID namespace, so tini is not PID 1 here: it registers as the subreaper instead.
 mapfile -t argv < <(buildah inspect --type image --format \
   '{{range .Docker.Config.Entrypoint}}{{println .}}{{end}}{{range .Docker.Config.Cmd}}{{println .}}{{end}}' "$tag")
 data="$work/data"
@@ -94,8 +97,8 @@ run_once() {
   t0=$(date +%s%N)
   buildah run --isolation chroot --network host --volume "$data:/var/lib/media-platform" \
     --env "DATABASE_URL=$database_url" --env "PORT=$PORT" --env "HOST=127.0.0.1" \
-    --env "BRIDGE_SECRET_KEY=$(openssl rand -hex 32)" --env "BRIDGE_PORT=$((PORT + 1))" \
-    --env LOG_LEVEL=warn "$ctr" -- "${argv[@]}" >"$log" 2>&1 &
+    --env "BRIDGE_SECRET_KEY=$(node -p "require('node:crypto').randomBytes(32).toString('hex')")" --env "BRIDGE_PORT=$((PORT + 1))" \
+    --env LOG_LEVEL=warn --env TINI_SUBREAPER=1 "$ctr" -- "${argv[@]}" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1200); do
     if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then ready=yes; break; fi
@@ -120,7 +123,7 @@ run_once() {
 ctr=$(buildah from --quiet --pull=false "$tag")
 status=0
 buildah run --isolation chroot --network host --volume "$data:/var/lib/media-platform" \
-  --env "PORT=$PORT" --env "HOST=127.0.0.1" --env "BRIDGE_SECRET_KEY=$(openssl rand -hex 32)" \
+  --env TINI_SUBREAPER=1 --env "PORT=$PORT" --env "HOST=127.0.0.1" --env "BRIDGE_SECRET_KEY=$(node -p "require('node:crypto').randomBytes(32).toString('hex')")" \
   "$ctr" -- "${argv[@]}" >"$work/no-db.log" 2>&1 || status=$?
 if [ "$status" != 2 ] || ! grep -q 'set DATABASE_URL' "$work/no-db.log"; then
   echo "image-check: without DATABASE_URL the image should exit 2 naming it; exit $status:"; cat "$work/no-db.log"; exit 1

