@@ -134,3 +134,22 @@ ctr=""
 
 run_once "first start (migrations)"
 run_once "restart"
+
+# The built-in models' program, as a Kubernetes job runs it in this image (KUBERNETES_BUILTIN_IMAGE):
+# what was left out of node_modules must not be what it loads (sharp, tesseract.js and its data).
+job="$work/job"
+mkdir -p "$job/out"
+printf '<svg xmlns="http://www.w3.org/2000/svg" width="96" height="48"><rect width="48" height="48"/></svg>' >"$job/in.svg"
+printf 'one two\nthree\n' >"$job/in.txt"
+chown -R 10001:10001 "$job"
+ctr=$(buildah from --quiet --pull=false "$tag")
+for args in "wordcount in.txt" "thumbnail in.svg --width=32" "ocr out/thumbnail.png"; do
+  # shellcheck disable=SC2086
+  if ! out=$(buildah run --isolation chroot --network host --volume "$job:/job" --workingdir /job \
+    --env OUTPUT_DIR=/job/out "$ctr" -- /usr/local/bin/node /app/dist/src/demo-models/media-demo.js $args 2>&1); then
+    echo "image-check: media-demo $args failed:"; echo "$out"; exit 1
+  fi
+  echo "image-check: media-demo $args: $(tail -1 <<<"$out")"
+done
+buildah rm "$ctr" >/dev/null
+ctr=""
