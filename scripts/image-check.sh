@@ -4,7 +4,8 @@
 # image's own entrypoint and command, host network, an external PostgreSQL: the repository's
 # embedded one in a process of its own), measures the time until /readyz answers, and checks
 # that SIGTERM stops it with exit 0. It starts the image twice on the same database: the first
-# start applies every migration, the second is an ordinary restart.
+# start applies every migration, the second is an ordinary restart. Then it runs the built-in
+# models' program in the image, as a Kubernetes job would.
 # Cleans up everything it made: containers, the database, the image, and the local base image
 # when it had to assemble one. Needs root (buildah) and `npm ci` done (the database helper).
 set -euo pipefail
@@ -31,7 +32,7 @@ cleanup() {
 trap cleanup EXIT
 
 start=$(date +%s)
-npm run --silent image
+IMAGE_BUILDER=buildah npm run --silent image
 echo "image-check: built $tag in $(($(date +%s) - start)) s"
 
 # Size: the uncompressed layers, as `buildah push --disable-compression` writes them.

@@ -6,6 +6,7 @@
 # cannot be pulled, an equivalent is assembled locally first (scripts/image-base.sh) and passed
 # as the BASE build argument.
 #   IMAGE_BASE=<image>   build on this base instead (must be present or pullable)
+#   IMAGE_BUILDER=buildah  buildah even where a Docker engine runs
 #   NODE_EXTRA_CA_CERTS  extra CA certificates (a TLS-intercepting proxy before the npm registry):
 #                        handed to the build's npm as the build secret `ca`, never stored in the image
 set -euo pipefail
@@ -24,7 +25,7 @@ if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
   args+=(--secret "id=ca,src=$NODE_EXTRA_CA_CERTS")
 fi
 
-if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+if [ "${IMAGE_BUILDER:-}" != buildah ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   echo "image: docker build $tag"
   [ -n "${IMAGE_BASE:-}" ] && args+=(--build-arg "BASE=$IMAGE_BASE")
   docker build "${args[@]}" .
