@@ -22,6 +22,7 @@ buildah inspect --type image "$local_base" >/dev/null 2>&1 && base_existed=yes
 pg_pid=""
 ctr=""
 cleanup() {
+  set +e # every step, whatever failed before
   [ -n "$ctr" ] && buildah rm "$ctr" >/dev/null 2>&1
   if [ -n "$pg_pid" ]; then kill -TERM "$pg_pid" 2>/dev/null && wait "$pg_pid" 2>/dev/null; fi
   buildah rmi "$tag" >/dev/null 2>&1
