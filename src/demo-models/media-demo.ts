@@ -50,8 +50,12 @@ async function ocr(image: string, options: Record<string, string>) {
   const lang = options.lang ?? 'eng';
   if (lang !== 'eng') throw new UsageError('only --lang=eng is installed');
   const { createWorker } = await import('tesseract.js');
-  // The English data ships as an npm package: no download, no network.
-  const eng = (await import('@tesseract.js-data/eng')) as unknown as { langPath: string };
+  // The English data ships as an npm package: no download, no network. It is CommonJS whose
+  // exports Node cannot name statically, so the compiled `import()` has them on `default` only
+  // (without it tesseract.js took langPath undefined and fetched the data from its CDN).
+  const { default: eng } = (await import('@tesseract.js-data/eng')) as unknown as {
+    default: { langPath: string };
+  };
   const worker = await createWorker(lang, 1, {
     langPath: eng.langPath,
     gzip: true,
