@@ -292,11 +292,15 @@ export class MediaService {
     return (await this.orm.em.fork().count(MediaAsset, { id })) > 0;
   }
 
-  /** The live outputs of jobs, oldest first. */
+  /** The live outputs of jobs, oldest first; one job's outputs share a time, so then by name. */
   async byJobIds(jobIds: readonly string[]): Promise<MediaAsset[]> {
     return this.orm.em
       .fork()
-      .find(MediaAsset, { jobId: { $in: [...jobIds] }, status: 'live' }, { orderBy: { createdAt: 'asc' } });
+      .find(
+        MediaAsset,
+        { jobId: { $in: [...jobIds] }, status: 'live' },
+        { orderBy: { createdAt: 'asc', imageName: 'asc', id: 'asc' } },
+      );
   }
 
   /** Where the executor's processes can read an asset on this machine (local storage), or null. */
