@@ -43,7 +43,7 @@ const LAYERS = [
   ['src/graphql'],
   ['src/http'],
   ['src/db'],
-  ['src/config.ts'],
+  ['src/config.ts', 'src/config'],
   ['src/common'],
 ];
 
@@ -68,6 +68,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^(src|rest-compat)/', pathNot: '^src/jobs/job[.]store[.]ts$' },
       to: { path: '^src/jobs/job[.]sql[.]ts$' },
+    },
+    {
+      name: 'config-through-its-reader',
+      comment:
+        "the configuration's areas (src/config/) are read through src/config.ts, the one reader of process.env",
+      severity: 'error',
+      from: { path: '^(src|rest-compat)/', pathNot: '^src/config([.]ts$|/)' },
+      to: { path: '^src/config/' },
     },
     {
       name: 'no-circular',

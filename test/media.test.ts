@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import sharp from 'sharp';
 import { createHash } from 'node:crypto';
+import { renameSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { MediaAsset } from '../src/media/media.entity';
@@ -565,6 +566,29 @@ describe('serving files', () => {
     expect(odd.status).toBe(400);
     expect(odd.body.error.code).toBe('VALIDATION_FAILED');
     expect(odd.body.error.details).toEqual({ w: 'must be one of 128, 256, 512' });
+  });
+
+  it("answers a preview's If-None-Match with 304 before reading the original or resizing it", async () => {
+    const image = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#a26' } })
+      .png()
+      .toBuffer();
+    const imageUrl = fileUrl((await uploadFile(t, alice, image, 'square.png')).body.media.url);
+    const first = await t.http().get(`${imageUrl}?w=128`).buffer(true);
+    expect(first.status).toBe(200);
+    // With the original out of the store, only an answer that reads nothing can still be 304.
+    const stored = path.join(t.config.dataDir, 'media', imageUrl.split('/').pop()!);
+    renameSync(stored, `${stored}.away`);
+    try {
+      const cached = await t.http().get(`${imageUrl}?w=128`).set('if-none-match', first.headers.etag);
+      expect(cached.status).toBe(304);
+      expect(cached.headers.etag).toBe(first.headers.etag);
+      expect(cached.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+      // Another width's tag is no match: that preview would be made, and the original is gone.
+      const other = await t.http().get(`${imageUrl}?w=256`).set('if-none-match', first.headers.etag);
+      expect(other.status).toBe(404);
+    } finally {
+      renameSync(`${stored}.away`, stored);
+    }
   });
 
   it('serves a file that is no image as it is, whatever ?w= says', async () => {

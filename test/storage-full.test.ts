@@ -226,6 +226,22 @@ describe('a full S3 store', () => {
   });
 });
 
+describe('an object too large for the S3 store', () => {
+  it('answers an upload 413 PAYLOAD_TOO_LARGE (not 507: freeing room would not help) and keeps no row', async () => {
+    // What AWS S3 answers an object over its largest size.
+    s3.full = { status: 400, code: 'EntityTooLarge' };
+    const writes = s3.writes;
+    const rows = await onS3.runtime.orm.em.fork().count(MediaAsset, {});
+    const res = await uploadFile(onS3, alice, pngBytes());
+    expect(s3.writes).toBeGreaterThan(writes);
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({
+      error: { code: 'PAYLOAD_TOO_LARGE', message: 'the file is larger than the media store accepts' },
+    });
+    expect(await onS3.runtime.orm.em.fork().count(MediaAsset, {})).toBe(rows);
+  });
+});
+
 describe('a full JOBS_DIR', () => {
   it('fails a job whose input cannot be staged there, saying so', async () => {
     s3.full = null;

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../common/errors';
-import type { IdempotentCreation } from '../graphql/graphql.context';
+import type { IdempotentCreation } from '../common/idempotent-creation';
 import { findPage, type Page, type PageArgs } from '../common/pagination';
 import { isUuid } from '../common/ids';
 import type { AuditLog } from '../teams/audit.service';

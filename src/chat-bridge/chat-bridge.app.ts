@@ -15,6 +15,7 @@ import {
 import { cors } from '../http/http.cors';
 import { chatBridgeRoutes } from './chat-bridge.routes';
 import { loadSealingKey, SecretBox } from '../common/sealing';
+import { BridgeAccounts } from './chat-bridge.accounts';
 import { ChatBridgeService } from './chat-bridge.service';
 import { SupervisorGroup } from './chat-bridge.supervisor';
 import { LoginThrottle } from './chat-bridge.throttle';
@@ -40,15 +41,22 @@ export interface BridgeDeps {
  */
 export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Bridge> {
   const bridgeLog = log.child({ role: 'bridge' });
-  const service = new ChatBridgeService({
+  const homeserver = createHomeserver(config);
+  const secrets = new SecretBox(await loadSealingKey(config, bridgeLog));
+  const accounts = new BridgeAccounts({
     orm,
-    homeserver: createHomeserver(config),
-    secrets: new SecretBox(await loadSealingKey(config, bridgeLog)),
+    homeserver,
+    secrets,
     throttle: new LoginThrottle(orm, {
       maxPerUser: config.bridgeLoginMaxFailures,
       maxPerIp: config.bridgeLoginMaxFailuresPerIp,
       windowSeconds: config.bridgeLoginWindowSeconds,
     }),
+  });
+  const service = new ChatBridgeService({
+    orm,
+    homeserver,
+    secrets,
     supervisors: new SupervisorGroup(),
     log: bridgeLog,
     dataDir: config.dataDir,
@@ -71,7 +79,7 @@ export async function createBridge({ config, log, orm }: BridgeDeps): Promise<Br
     res.json({ status: 'ok' });
   });
   app.use(jsonBodies(config.maxBodyBytes));
-  app.use(chatBridgeRoutes(service));
+  app.use(chatBridgeRoutes(accounts, service));
   app.use(noRoute());
   app.use(errorResponses(config.maxBodyBytes, bridgeLog));
   const server = http.createServer(app);

@@ -16,7 +16,8 @@ import {
 import type { Page } from '../common/pagination';
 import { sendJson } from '../http/http.helpers';
 import type { DendriteInstance, Matterbridge } from './chat-bridge.entity';
-import type { BridgePrincipal, ChatBridgeService, Supervised } from './chat-bridge.service';
+import type { BridgeAccounts, BridgePrincipal } from './chat-bridge.accounts';
+import type { ChatBridgeService, Supervised } from './chat-bridge.service';
 
 /** Lists as JSON arrays with `limit`/`cursor` and a `Link` header, like the core REST lists. */
 function sendPage<T>(req: Request, res: Response, page: Page<T>, item: (node: T) => unknown): void {
@@ -169,20 +170,20 @@ export const chatBridgeDocs = bridgeDocs.map((d): ApiDoc => ({
   security: d.security ?? 'bridge',
 }));
 
-/** The chat bridge API (`{bridge_url}`); every rule lives in the service. */
-export function chatBridgeRoutes(service: ChatBridgeService): Router {
+/** The chat bridge API (`{bridge_url}`); every rule lives in the accounts and the service. */
+export function chatBridgeRoutes(accounts: BridgeAccounts, service: ChatBridgeService): Router {
   const router = Router();
   const principal = (res: Response) => res.locals.bridgePrincipal as BridgePrincipal;
 
   router.post('/api/v1/matrix/user', async (req, res) => {
     const b = body(req);
-    const { apiKey, hostname } = await service.createUser({ username: b.username, password: b.password });
+    const { apiKey, hostname } = await accounts.createUser({ username: b.username, password: b.password });
     sendJson(req, res, 201, { api_key: apiKey, Hostname: hostname });
   });
 
   router.post('/api/v1/matrix/user/login', async (req, res) => {
     const b = body(req);
-    const { apiKey } = await service.login({
+    const { apiKey } = await accounts.login({
       username: b.username,
       password: b.password,
       clientIp: req.ip ?? '',
@@ -192,7 +193,7 @@ export function chatBridgeRoutes(service: ChatBridgeService): Router {
 
   // Everything below acts for the user of the X-API-Key.
   router.use(['/api/v1/matrix/dendrite', '/api/v1/matrix/matterbridge'], async (req, res, next) => {
-    res.locals.bridgePrincipal = await service.authenticate(req.get('x-api-key'));
+    res.locals.bridgePrincipal = await accounts.authenticate(req.get('x-api-key'));
     next();
   });
 

@@ -1,23 +1,21 @@
 import { rm } from 'node:fs/promises';
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AppError } from '../common/errors';
 import { isUuid } from '../common/ids';
 import type { Logger } from '../common/logger';
 import { findPage, mapPage, type Page, type PageArgs } from '../common/pagination';
-import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from './chat-bridge.entity';
-import {
-  hashBridgeApiKey,
-  hashPassword,
-  newApiKey,
-  PASSWORD_MAX,
-  validatePassword,
-  validateUsername,
-  verifyPassword,
-} from './chat-bridge.credentials';
 import type { SecretBox } from '../common/sealing';
+import type { BridgePrincipal } from './chat-bridge.accounts';
+import { BridgeUser, DendriteInstance, Matterbridge } from './chat-bridge.entity';
+import {
+  accessTokenContext,
+  conflictOn,
+  requireHomeserver,
+  requireString,
+  validateHostname,
+  validatePort,
+} from './chat-bridge.rules';
 import type { SupervisedState, SupervisorGroup } from './chat-bridge.supervisor';
-import type { LoginThrottle } from './chat-bridge.throttle';
 import { dendriteArgv, dendriteFiles, generateSigningKey, writeDendriteInstance } from './dendrite.config';
 import type { Homeserver } from './homeserver.port';
 import {
@@ -26,12 +24,6 @@ import {
   validateBridgeConf,
   writeMatterbridge,
 } from './matterbridge.config';
-
-/** The bridge user behind an `X-API-Key`. */
-export interface BridgePrincipal {
-  userId: string;
-  username: string;
-}
 
 /** `unmanaged`: no binary is configured, so this process writes the configuration but runs nothing. */
 export type ProcessStatus = SupervisedState | 'unmanaged';
@@ -45,7 +37,6 @@ export interface ChatBridgeDeps {
   orm: MikroORM;
   homeserver: Homeserver | null;
   secrets: SecretBox;
-  throttle: LoginThrottle;
   supervisors: SupervisorGroup;
   log: Logger;
   dataDir: string;
@@ -59,130 +50,15 @@ export interface ChatBridgeDeps {
   childPath: string;
 }
 
-const API_KEY_LAST_USED_RESOLUTION_MS = 60_000;
-const HOST_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const BRIDGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-const accessTokenContext = (userId: string) => `chat-bridge:user:${userId}:access-token`;
 const platformTokenContext = (bridgeId: string) => `chat-bridge:matterbridge:${bridgeId}:token`;
 const dendriteKey = (id: string) => `dendrite:${id}`;
 const matterbridgeKey = (id: string) => `matterbridge:${id}`;
 
-function requireString(value: unknown, field: string): string {
-  if (value === undefined || value === null || value === '')
-    throw AppError.validation({ [field]: 'is required' });
-  if (typeof value !== 'string') throw AppError.validation({ [field]: 'must be a string' });
-  return value;
-}
-
-/** An RFC 1123 host name in lowercase; IP addresses are refused (a Matrix server name is a name). */
-export function validateHostname(value: unknown): string {
-  const hostname = requireString(value, 'hostname');
-  const labels = hostname.split('.');
-  let problem: string | undefined;
-  if (hostname !== hostname.toLowerCase()) problem = 'must be lowercase';
-  else if (hostname.length > 253 || !labels.every((l) => HOST_LABEL.test(l)))
-    problem = 'must be a host name: labels of a-z, 0-9 and inner hyphens, separated by dots';
-  else if (/^\d+$/.test(labels[labels.length - 1])) problem = 'must be a host name, not an IP address';
-  if (problem) throw AppError.validation({ hostname: problem });
-  return hostname;
-}
-
-/** A port from 1024 to 65535, as a string of digits (the legacy shape) or a number. */
-export function validatePort(value: unknown, reserved: readonly number[]): number {
-  const text = typeof value === 'number' ? String(value) : requireString(value, 'port');
-  const port = Number(text);
-  if (!/^\d{1,5}$/.test(text) || port < 1024 || port > 65535)
-    throw AppError.validation({ port: 'must be a number from 1024 to 65535' });
-  if (reserved.includes(port)) throw AppError.validation({ port: 'is used by this service itself' });
-  return port;
-}
-
-/** A unique violation as CONFLICT, naming what clashed; anything else unchanged. */
-function conflictOn(err: unknown, messages: Record<string, string>): unknown {
-  if (!(err instanceof UniqueConstraintViolationException)) return err;
-  const constraint = (err as { constraint?: string }).constraint ?? '';
-  const key = Object.keys(messages).find((k) => constraint.includes(k));
-  return new AppError('CONFLICT', messages[key ?? Object.keys(messages)[0]]);
-}
-
+/** The Dendrite instances and bridges of the bridge's users, and the processes that run them. */
 export class ChatBridgeService {
-  private dummyHash: Promise<string> | undefined;
-
   constructor(private readonly deps: ChatBridgeDeps) {}
-
-  /** Registers the account on the homeserver and answers a new API key, shown only here. */
-  async createUser(input: {
-    username: unknown;
-    password: unknown;
-  }): Promise<{ apiKey: string; hostname: string }> {
-    const username = requireString(input.username, 'username');
-    const password = requireString(input.password, 'password');
-    const homeserver = this.requireHomeserver();
-    validateUsername(username, homeserver.serverName);
-    validatePassword(password, username);
-    const passwordHash = await hashPassword(password);
-    const apiKey = newApiKey();
-    try {
-      // The inserted row holds off a concurrent creation of the same name until the homeserver has
-      // answered; when registration fails, nothing is stored.
-      await this.deps.orm.em.fork().transactional(async (em) => {
-        const user = em.create(BridgeUser, {
-          username,
-          passwordHash,
-          matrixUserId: '',
-          accessTokenSealed: '',
-        });
-        await em.flush();
-        const account = await homeserver.register(username, password);
-        user.matrixUserId = account.userId;
-        user.accessTokenSealed = this.deps.secrets.seal(account.accessToken, accessTokenContext(user.id));
-        em.create(BridgeApiKey, { user, keyHash: hashBridgeApiKey(apiKey) });
-      });
-    } catch (err) {
-      throw conflictOn(err, { username: 'this username is taken' });
-    }
-    return { apiKey, hostname: homeserver.serverName };
-  }
-
-  /**
-   * Checks the password here and on the homeserver and answers a new API key. Unknown users and
-   * wrong passwords get the same answer after the same work; failures are throttled.
-   */
-  async login(input: {
-    username: unknown;
-    password: unknown;
-    clientIp: string;
-  }): Promise<{ apiKey: string }> {
-    const username = requireString(input.username, 'username');
-    const password = requireString(input.password, 'password');
-    if (username.length > 255) throw AppError.validation({ username: 'is too long' });
-    if (password.length > PASSWORD_MAX) throw AppError.validation({ password: 'is too long' });
-    const homeserver = this.requireHomeserver();
-    const throttleKey = username.toLowerCase();
-    await this.deps.throttle.attempt(throttleKey, input.clientIp);
-    const em = this.deps.orm.em.fork();
-    const user = await em.findOne(BridgeUser, { username });
-    const matches = await verifyPassword(password, user?.passwordHash ?? (await this.dummyPasswordHash()));
-    if (!user || !matches || !(await homeserver.checkPassword(username, password))) {
-      throw new AppError('UNAUTHENTICATED', 'wrong username or password');
-    }
-    await this.deps.throttle.succeeded(throttleKey, input.clientIp);
-    const apiKey = newApiKey();
-    em.create(BridgeApiKey, { user, keyHash: hashBridgeApiKey(apiKey) });
-    await em.flush();
-    return { apiKey };
-  }
-
-  async authenticate(apiKey: string | undefined): Promise<BridgePrincipal> {
-    if (!apiKey) throw new AppError('UNAUTHENTICATED', 'send your API key in the X-API-Key header');
-    const em = this.deps.orm.em.fork();
-    const key = await em.findOne(BridgeApiKey, { keyHash: hashBridgeApiKey(apiKey) }, { populate: ['user'] });
-    if (!key) throw new AppError('UNAUTHENTICATED', 'unknown API key');
-    if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() > API_KEY_LAST_USED_RESOLUTION_MS)
-      await em.nativeUpdate(BridgeApiKey, { id: key.id }, { lastUsedAt: new Date() });
-    return { userId: key.user.id, username: key.user.username };
-  }
 
   /** Records the instance, writes its key and configuration, and runs it when DENDRITE_BIN is set. */
   async createDendrite(
@@ -252,7 +128,7 @@ export class ChatBridgeService {
     if (typeof input.conf !== 'object' || input.conf === null || Array.isArray(input.conf))
       throw AppError.validation({ conf: 'must be an object with platform, token and channel' });
     const conf = validateBridgeConf(input.conf as Record<string, unknown>);
-    const homeserver = this.requireHomeserver();
+    const homeserver = requireHomeserver(this.deps.homeserver);
     // Unique across the service: bridge names have no `_`, so the last `_` splits it unambiguously.
     const networkName = `${principal.username}_${name}`;
     if (`#${networkName}:${homeserver.serverName}`.length > 255)
@@ -365,25 +241,15 @@ export class ChatBridgeService {
     return this.deps.supervisors.get(key)?.state ?? 'stopped';
   }
 
-  private requireHomeserver(): Homeserver {
-    if (!this.deps.homeserver)
-      throw new AppError('UNAVAILABLE', 'no Matrix homeserver is configured (set MATRIX_HOMESERVER_URL)');
-    return this.deps.homeserver;
-  }
-
   /** Best effort: a homeserver that is down must not keep a bridge from being deleted. */
   private async releaseAlias(principal: BridgePrincipal, bridge: Matterbridge): Promise<void> {
     try {
       const user = await this.deps.orm.em.fork().findOneOrFail(BridgeUser, principal.userId);
       const accessToken = this.deps.secrets.open(user.accessTokenSealed, accessTokenContext(user.id));
-      await this.requireHomeserver().deleteAlias(accessToken, bridge.matrixRoomAlias);
+      await requireHomeserver(this.deps.homeserver).deleteAlias(accessToken, bridge.matrixRoomAlias);
     } catch (err) {
       this.deps.log.warn({ err, alias: bridge.matrixRoomAlias }, 'could not remove the Matrix room alias');
     }
-  }
-
-  private dummyPasswordHash(): Promise<string> {
-    return (this.dummyHash ??= hashPassword('not the password of anyone'));
   }
 
   /** Stops its process, forgets it and removes its files; another user's row is 404. */

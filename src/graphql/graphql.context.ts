@@ -1,21 +1,7 @@
 import type { Logger } from 'pino';
+import type { IdempotentCreation } from '../common/idempotent-creation';
 import type { Principal } from '../common/principal';
 import type { Loaders } from './graphql.loaders';
-
-/**
- * The request's `Idempotency-Key`, held (src/idempotency/): a service that creates something
- * records it under the key in the statement or transaction that creates it, so that a repeat of
- * the request after a crash, before its answer was stored, finds it instead of making another.
- */
-export interface IdempotentCreation {
-  /**
-   * The next thing of `kind` an earlier attempt of this very request made and recorded (its id),
-   * in the order they were made; undefined when there is none (then make it).
-   */
-  previous(kind: string): string | undefined;
-  /** A statement that records `id` of `kind` under the key: run it in the creating transaction, or as a CTE part. */
-  record(kind: string, id: string): { sql: string; params: unknown[] };
-}
 
 /**
  * What every resolver sees; built the same way for HTTP, REST-compat and websocket requests. A

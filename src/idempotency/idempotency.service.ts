@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type { Owner } from '../common/principal';
 import { AppError } from '../common/errors';
-import type { IdempotentCreation } from '../graphql/graphql.context';
+import type { IdempotentCreation } from '../common/idempotent-creation';
 
 /** A key and its first answer are kept this long. */
 export const KEY_TTL_HOURS = 24;

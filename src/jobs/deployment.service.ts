@@ -10,7 +10,7 @@ import { isUuid } from '../common/ids';
 import type { Page, PageArgs } from '../common/pagination';
 import { parseDuration } from '../common/duration';
 import { Sql, type StatementPart } from '../db/sql';
-import type { IdempotentCreation } from '../graphql/graphql.context';
+import type { IdempotentCreation } from '../common/idempotent-creation';
 import { storageKey } from '../media/media.entity';
 import type { MediaService } from '../media/media.service';
 import { buildArgv } from '../models/model.command';

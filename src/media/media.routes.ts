@@ -87,19 +87,24 @@ export function mediaFileRoutes(media: MediaService): Router {
       const width = Number(req.query.w);
       if (!PREVIEW_WIDTHS.includes(width as (typeof PREVIEW_WIDTHS)[number]))
         return sendError(req, res, AppError.validation({ w: `must be one of ${PREVIEW_WIDTHS.join(', ')}` }));
-      const preview =
-        PREVIEWABLE.test(asset.contentType) && asset.size <= PREVIEW_MAX_BYTES
-          ? await previewOf(media, asset, width)
-          : null;
-      if (preview) {
-        const previewTag = `"${asset.sha256}-w${width}"`;
+      const previewable = PREVIEWABLE.test(asset.contentType) && asset.size <= PREVIEW_MAX_BYTES;
+      const previewTag = `"${asset.sha256}-w${width}"`;
+      const previewHeaders = () => {
         res.setHeader('ETag', previewTag);
         res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
         res.setHeader('X-Content-Type-Options', 'nosniff');
         res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
         res.type('image/webp');
-        if (req.headers['if-none-match']?.split(',').some((t) => t.trim() === previewTag))
-          return void res.status(304).end();
+      };
+      // Checked before any work: the tag names the original's bytes and the width, and a client
+      // holds it only from a preview made of those very bytes, so nothing is read or resized.
+      if (previewable && req.headers['if-none-match']?.split(',').some((t) => t.trim() === previewTag)) {
+        previewHeaders();
+        return void res.status(304).end();
+      }
+      const preview = previewable ? await previewOf(media, asset, width) : null;
+      if (preview) {
+        previewHeaders();
         res.setHeader('Content-Length', String(preview.length));
         return void (req.method === 'HEAD' ? res.end() : res.end(preview));
       }

@@ -7,9 +7,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
+import { AppError } from '../common/errors';
 import type { Logger } from '../common/logger';
 import type { ByteRange, Storage } from './storage.port';
-import { isOutOfSpace, StoreFull } from './storage.space';
+import { isOutOfSpace, isTooLargeForStore, StoreFull } from './storage.space';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -77,7 +78,11 @@ export class S3Storage implements Storage {
       await upload.abort().catch((e) => this.log?.warn({ err: e, key }, 'S3 multipart upload not aborted'));
       await this.delete(key).catch(() => undefined);
       // A bucket quota or a full server: how much room is left is not S3's to say.
-      throw isOutOfSpace(err) ? new StoreFull('media', null) : err;
+      if (isOutOfSpace(err)) throw new StoreFull('media', null);
+      // 413 as over MAX_UPLOAD_BYTES: the same file will never fit, however much room is freed.
+      if (isTooLargeForStore(err))
+        throw new AppError('PAYLOAD_TOO_LARGE', 'the file is larger than the media store accepts');
+      throw err;
     }
   }
 

@@ -1,5 +1,10 @@
 import { AppError, httpStatusOf } from '../common/errors';
-import { freeBytes, isOutOfSpace, StoreFull } from './storage.space';
+import { freeBytes, isOutOfSpace, isTooLargeForStore, StoreFull } from './storage.space';
+
+const entityTooLarge = Object.assign(new Error('x'), {
+  name: 'EntityTooLarge',
+  $metadata: { httpStatusCode: 400 },
+});
 
 describe('isOutOfSpace', () => {
   it.each([
@@ -24,7 +29,21 @@ describe('isOutOfSpace', () => {
       Object.assign(new Error('x'), { name: 'InternalError', $metadata: { httpStatusCode: 500 } }),
     ],
     ['nothing', undefined],
+    ["an object over the store's largest (EntityTooLarge)", entityTooLarge],
   ])('refuses %s', (_what, err) => expect(isOutOfSpace(err)).toBe(false));
+});
+
+describe('isTooLargeForStore', () => {
+  it('knows EntityTooLarge by name, by Code, or wrapped', () => {
+    expect(isTooLargeForStore(entityTooLarge)).toBe(true);
+    expect(isTooLargeForStore(Object.assign(new Error('x'), { Code: 'EntityTooLarge' }))).toBe(true);
+    expect(isTooLargeForStore(new Error('outer', { cause: entityTooLarge }))).toBe(true);
+  });
+
+  it('refuses a full store and anything else', () => {
+    expect(isTooLargeForStore(Object.assign(new Error('quota'), { name: 'QuotaExceeded' }))).toBe(false);
+    expect(isTooLargeForStore(undefined)).toBe(false);
+  });
 });
 
 describe('StoreFull', () => {
