@@ -152,7 +152,11 @@ export class SlurmExecutor implements Executor {
   }
 
   private track(spec: JobSpec, externalId: string, observer: JobObserver, arrayLink: string | null = null) {
-    this.jobs.set(externalId, { ...newTracked(spec, externalId, observer), submittedAt: Date.now(), arrayLink });
+    this.jobs.set(externalId, {
+      ...newTracked(spec, externalId, observer),
+      submittedAt: Date.now(),
+      arrayLink,
+    });
     this.lookSoon();
     return externalId;
   }
