@@ -153,11 +153,13 @@ describe('submitMany as a job array', () => {
     const specs = Array.from({ length: 20 }, (_, i) => specOf(task(i, i === 13 ? 3 : 0)));
     const observers = specs.map(() => new Followed());
     const from = mark();
+    const started = Date.now();
     const ids = await e.submitMany(specs, observers);
     ids.forEach((id) => slurmIds.add(id));
     const arrayId = ids[0].split('_')[0];
     expect(ids).toEqual(specs.map((_, i) => `${arrayId}_${i}`));
     const exits = await Promise.all(observers.map((o) => o.ended$));
+    const seconds = (Date.now() - started) / 1000;
 
     exits.forEach((exit, i) =>
       expect(exit).toEqual({ exitCode: i === 13 ? 3 : 0, signal: null, reason: null }),
@@ -184,8 +186,9 @@ describe('submitMany as a job array', () => {
     expect(sbatch[0]).toMatch(/slurm\.array\.sh \S+slurm\.job\.sh$/);
     // Every poll asked about the whole array with one id, in one squeue.
     const polls = made.filter((c) => c.startsWith('squeue') && c.includes('--jobs='));
+    // One per round (1 s), and the first looks after the submission (50, 100, 200 ... ms).
     expect(polls.length).toBeGreaterThan(0);
-    expect(polls.length).toBeLessThan(specs.length);
+    expect(polls.length).toBeLessThanOrEqual(Math.ceil(seconds) + 6);
     for (const p of polls) expect(p).toMatch(new RegExp(`--jobs=${arrayId}$`));
     // The array's directory is gone with its last task.
     expect(existsSync(path.join(jobsDir, '.arrays'))).toBe(true);
@@ -214,7 +217,10 @@ describe('submitMany as a job array', () => {
     const from = mark();
     await e.cancel(ids[1]);
     expect(await observers[1].ended$).toMatchObject({ reason: 'canceled' });
-    expect(callsSince(from).filter((c) => c.startsWith('scancel'))).toEqual([`scancel ${ids[1]}`]);
+    // That task alone (the timeout guard of the fourth may scancel it meanwhile).
+    expect(callsSince(from).filter((c) => c.startsWith('scancel') && !c.includes(ids[3]))).toEqual([
+      `scancel ${ids[1]}`,
+    ]);
     expect(slurmJob(ids[1])!.state).toBe('CANCELLED');
     // The worker's guard stops a task at its own timeout (2 s).
     expect(await observers[3].ended$).toMatchObject({ reason: 'timeout' });
