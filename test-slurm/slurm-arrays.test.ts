@@ -43,6 +43,10 @@ beforeAll(() => {
         '#!/bin/sh',
         `printf '%s\\n' "${command} $*" >> "${calls}"`,
         // MEDIA_TEST_MAX_ARRAY_SIZE (a file) stands for a cluster with a smaller MaxArraySize.
+        // A file `sbatch-lost` stands for an answer lost on the way: submitted, then "unreachable".
+        command === 'sbatch'
+          ? `if [ -f "${shared}/sbatch-lost" ]; then "${real}" "$@" > /dev/null; echo 'sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi`
+          : '',
         command === 'scontrol'
           ? `if [ -f "${shared}/max-array-size" ]; then "${real}" "$@" | sed "s/^MaxArraySize .*/MaxArraySize = $(cat "${shared}/max-array-size")/"; exit; fi`
           : '',
@@ -59,8 +63,9 @@ afterAll(async () => {
   rmSync(shared, { recursive: true, force: true });
 });
 
-function executor(): SlurmExecutor {
+function executor(arrayTaskLimit = 0): SlurmExecutor {
   const e = new SlurmExecutor({
+    arrayTaskLimit,
     path: `${bin}:${process.env.PATH}`,
     slurmConf: undefined,
     pollSeconds: 1,
@@ -282,22 +287,55 @@ describe('submitMany as a job array', () => {
     }
   });
 
-  it('a submission tried again finds the array the first one submitted, and submits none again', async () => {
-    const e = executor();
-    const specs = Array.from({ length: 3 }, () => specOf(['sleep', '300']));
-    const first = await e.submitMany(
-      specs,
-      specs.map(() => new Followed()),
+  it('runs at most SLURM_ARRAY_TASK_LIMIT tasks at once; the others wait with the reason Slurm gives', async () => {
+    const e = executor(1);
+    const specs = Array.from({ length: 3 }, () =>
+      specOf(['sh', '-c', 'echo "$(date +%s%N)"; sleep 1; echo "$(date +%s%N)"']),
     );
-    first.forEach((id) => slurmIds.add(id));
+    const observers = specs.map(() => new Followed());
     const from = mark();
-    const again = await e.submitMany(
-      specs,
-      specs.map(() => new Followed()),
-      true,
-    );
-    expect(again).toEqual(first);
+    const ids = await e.submitMany(specs, observers);
+    ids.forEach((id) => slurmIds.add(id));
+    expect(callsSince(from).find((c) => c.startsWith('sbatch'))).toContain('--array=0-2%1 ');
+    const exits = await Promise.all(observers.map((o) => o.ended$));
+    for (const exit of exits) expect(exit.exitCode).toBe(0);
+    expect(observers.some((o) => o.events.includes('pending JobArrayTaskLimit'))).toBe(true);
+    // One at a time: each task started after the one before had ended.
+    const spans = observers.map((o) => o.text().map(Number)).sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < spans.length; i++) expect(spans[i][0]).toBeGreaterThanOrEqual(spans[i - 1][1]);
+  });
+
+  it('a submission whose answer was lost is tried again: the array it submitted is followed, none submitted again', async () => {
+    const e = executor();
+    const specs = Array.from({ length: 3 }, (_, i) => specOf(task(i)));
+    const observers = specs.map(() => new Followed());
+    writeFileSync(path.join(shared, 'sbatch-lost'), '');
+    try {
+      await expect(e.submitMany(specs, observers)).rejects.toMatchObject({
+        name: 'ExecutorUnavailableError',
+        message: expect.stringContaining('Unable to contact slurm controller'),
+      });
+    } finally {
+      rmSync(path.join(shared, 'sbatch-lost'));
+    }
+    const from = mark();
+    const ids = await e.submitMany(specs, observers, true);
+    ids.forEach((id) => slurmIds.add(id));
     expect(callsSince(from).filter((c) => c.startsWith('sbatch'))).toEqual([]);
+    const key = readFileSync(path.join(specs[0].workDir, '.job', 'array'), 'utf8').split('\n')[0];
+    const named = execFileSync(
+      'squeue',
+      ['--noheader', '--array', '--states=all', `--name=media-array-${path.basename(key)}`, '--format=%i'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(named.split('\n').filter(Boolean).sort()).toEqual([...ids].sort());
+    const exits = await Promise.all(observers.map((o) => o.ended$));
+    for (const [i, o] of observers.entries()) {
+      expect(exits[i].exitCode).toBe(0);
+      expect(o.text()).toEqual([`item ${i} of job ${specs[i].jobId} in ${specs[i].workDir}`]);
+    }
   });
 });
 

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../src/common/logger';
-import type { JobExit, JobObserver, JobSpec } from '../src/executors/executor.port';
+import type { Executor, JobExit, JobObserver, JobSpec } from '../src/executors/executor.port';
 import { KubernetesClient } from '../src/executors/kubernetes.client';
 import { KubernetesExecutor } from '../src/executors/kubernetes.executor';
 import { LABELS } from '../src/executors/kubernetes.manifest';
@@ -131,7 +131,7 @@ describe('submitMany on Kubernetes', () => {
   );
 
   it('a submission tried again creates only the Jobs the first one did not', async () => {
-    const e = executor(4);
+    const e: Required<Pick<Executor, 'submitMany'>> = executor(4);
     const specs = Array.from({ length: 6 }, (_, i) => specOf(argvOf(i === 3 ? 0 : i)));
     const first = await e.submitMany(
       specs.slice(0, 4),

@@ -119,6 +119,8 @@ export class SlurmExecutor implements Executor {
     const args = sbatchArgs(spec, this.sbatchOptions());
     // Slurm opens the output files there before the script runs.
     mkdirSync(path.join(spec.workDir, JOB_FILES_DIR), { recursive: true });
+    // Submitted alone now: found again by its own name, not by an array an earlier try made.
+    await rm(path.join(spec.workDir, JOB_FILES_DIR, ARRAY_MARK), { force: true });
     // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
     const externalId = await this.sbatch(args, jobEnvironment(spec, this.opts.path));
     return this.track(spec, externalId, observer);
@@ -297,7 +299,9 @@ export class SlurmExecutor implements Executor {
     const arrays = new Map<string, Promise<string | null>>();
     for (const mark of marks)
       if (mark && !arrays.has(mark.dir)) arrays.set(mark.dir, this.findArray(path.basename(mark.dir)));
-    const found = Object.assign(
+    // An array the cluster does not know was never submitted: its directory goes.
+    for (const [dir, id] of arrays) if (!(await id)) await rm(dir, { recursive: true, force: true });
+    return Object.assign(
       await Promise.all(
         marks.map(async (mark) => {
           const id = mark ? await arrays.get(mark.dir)! : null;
@@ -306,7 +310,6 @@ export class SlurmExecutor implements Executor {
       ),
       { links: marks.map((m) => (m ? path.join(m.dir, m.task) : null)) },
     );
-    return found;
   }
 
   /** The job id of the array named after `key` (the first, should there be several). */
