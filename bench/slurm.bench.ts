@@ -6,14 +6,23 @@
  *    with `squeue` every 100 ms, in the same run;
  * 2. throughput: BENCH_SLURM_BURST trivial jobs created at once, until the last one succeeded, next
  *    to the same number of bare `sbatch`es; the worker's CPU time and peak memory while it
- *    submits and follows them.
+ *    submits and follows them;
+ * 3. job arrays (a batch's jobs): BENCH_SLURM_ARRAY trivial jobs through the executor's
+ *    `submitMany` (one array per MaxArraySize), until every observer saw its end, next to a bare
+ *    `sbatch --array=0-<N-1>` of the same program through the same batch script, followed by
+ *    `squeue` every 250 ms until the array has left the queue; the ratio of the two.
+ * `BENCH_ONLY=arrays` runs the third alone (no service, no database).
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import { slurmJobScript } from '../src/executors/executor.factory';
+import { randomUUID } from 'node:crypto';
+import { createLogger } from '../src/common/logger';
+import type { JobObserver } from '../src/executors/executor.port';
+import { builtinPrograms, slurmJobScript } from '../src/executors/executor.factory';
+import { SlurmExecutor } from '../src/executors/slurm.executor';
 import {
   jobsClient,
   MiB,
@@ -30,6 +39,7 @@ import {
 const JOBS = setting('BENCH_SLURM_JOBS', 100, 2);
 const BURST = setting('BENCH_SLURM_BURST', 1000, 5);
 const POLL = process.env.BENCH_SLURM_POLL_SECONDS ?? '2';
+const ARRAY = setting('BENCH_SLURM_ARRAY', 1000, 5);
 
 const exec = promisify(execFile);
 const fmt = (v: number) => v.toFixed(0);
@@ -147,10 +157,120 @@ function latency(
   ]);
 }
 
+/** A bare array of `count` tasks of `true` through the batch script; seconds until squeue shows none. */
+async function bareArray(dir: string, count: number): Promise<number> {
+  const work = mkdtempSync(path.join(dir, 'array-'));
+  mkdirSync(path.join(work, '.job'));
+  const start = now();
+  const { stdout } = await exec(
+    'sbatch',
+    [
+      '--parsable',
+      `--array=0-${count - 1}`,
+      '--export=ALL',
+      `--chdir=${work}`,
+      '--output=/dev/null',
+      slurmJobScript(),
+      'true',
+    ],
+    { env: { PATH: process.env.PATH ?? '' } },
+  );
+  const id = stdout.trim().split(';')[0];
+  for (;;) {
+    const { stdout: left } = await exec('squeue', ['--noheader', `--jobs=${id}`, '--format=%i']).catch(
+      () => ({
+        stdout: '',
+      }),
+    );
+    if (!left.trim()) return (now() - start) / 1000;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** `count` jobs of `true` through submitMany; seconds until every observer saw its end, and how many failed. */
+async function executorArray(dir: string, count: number): Promise<{ seconds: number; failed: number }> {
+  const executor = new SlurmExecutor({
+    path: process.env.PATH ?? '',
+    slurmConf: undefined,
+    pollSeconds: Number(POLL),
+    runtime: 'none',
+    machineTypes: null,
+    programs: builtinPrograms(),
+    script: slurmJobScript(),
+    arrayScript: slurmJobScript('slurm.array.sh'),
+    log: createLogger('warn'),
+  });
+  const keepAlive = setInterval(() => undefined, 1000); // the executor's timers do not hold the process
+  try {
+    const specs = Array.from({ length: count }, () => {
+      const jobId = randomUUID();
+      const workDir = path.join(dir, jobId);
+      mkdirSync(path.join(workDir, 'output'), { recursive: true });
+      return {
+        jobId,
+        owner: { type: 'user' as const, id: 'bench' },
+        argv: ['true'],
+        env: {},
+        container: 'local',
+        machineType: 'cpu',
+        machineCount: 1,
+        timeoutSeconds: 600,
+        inputs: [],
+        workDir,
+        outputDir: path.join(workDir, 'output'),
+      };
+    });
+    let failed = 0;
+    const start = now();
+    const ended: Promise<void>[] = [];
+    const observers = specs.map(() => {
+      let done!: () => void;
+      ended.push(new Promise<void>((r) => (done = r)));
+      const o: JobObserver = {
+        pending: () => undefined,
+        running: () => undefined,
+        line: () => undefined,
+        ended: (exit) => {
+          if (exit.exitCode !== 0) failed++;
+          done();
+        },
+      };
+      return o;
+    });
+    await executor.submitMany(specs, observers);
+    await Promise.all(ended);
+    return { seconds: (now() - start) / 1000, failed };
+  } finally {
+    clearInterval(keepAlive);
+    await executor.close();
+  }
+}
+
+async function arrays(scratch: string): Promise<void> {
+  const bare = await bareArray(scratch, ARRAY);
+  const ours = await executorArray(scratch, ARRAY);
+  printTable(`${ARRAY} trivial jobs as a job array (SLURM_POLL_SECONDS=${POLL})`, [
+    {
+      what: `bare sbatch --array=0-${ARRAY - 1}, until squeue shows none`,
+      seconds: bare.toFixed(1),
+      'jobs/s': (ARRAY / bare).toFixed(1),
+      ratio: '1.00',
+    },
+    {
+      what: 'submitMany, until every observer saw its end',
+      seconds: ours.seconds.toFixed(1),
+      'jobs/s': (ARRAY / ours.seconds).toFixed(1),
+      ratio: (ours.seconds / bare).toFixed(2),
+    },
+  ]);
+  if (ours.failed) console.log(`${ours.failed} jobs failed`);
+}
+
 export async function run(): Promise<void> {
   await exec('sinfo', ['--noheader']).catch((err: Error) => {
     throw new Error(`the Slurm benchmark needs a cluster (scripts/slurm-cluster.sh): ${err.message}`);
   });
+  if (process.env.BENCH_ONLY === 'arrays') return arrays(await tempDir('bench-slurm-arrays-'));
   const scratch = await tempDir('bench-slurm-');
   const sut = await startService({
     ROLES: 'api,worker',
@@ -232,4 +352,5 @@ export async function run(): Promise<void> {
     await jobs.dispose();
     await sut.stop();
   }
+  if (ARRAY) await arrays(scratch);
 }

@@ -14,8 +14,10 @@ describe('loadConfig', () => {
         machineTypes: null,
         slurmContainerRuntime: 'none',
         slurmPollSeconds: 2,
+        slurmArrayTaskLimit: 0,
         clusterRetrySeconds: 3600,
       });
+      expect(loadConfig({ SLURM_ARRAY_TASK_LIMIT: '50' }).slurmArrayTaskLimit).toBe(50);
       expect(loadConfig({ LOCAL_EXECUTOR_CONCURRENCY: '3' }).workerConcurrency).toBe(3);
     });
 
@@ -34,12 +36,14 @@ describe('loadConfig', () => {
           WORKER_CONCURRENCY: '0',
           SLURM_CONTAINER_RUNTIME: 'docker',
           SLURM_POLL_SECONDS: '0',
+          SLURM_ARRAY_TASK_LIMIT: '-1',
         });
       } catch (e) {
         error = e as ConfigError;
       }
       expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
         'JOBS_DIR',
+        'SLURM_ARRAY_TASK_LIMIT',
         'SLURM_CONTAINER_RUNTIME',
         'SLURM_POLL_SECONDS',
         'WORKER_CONCURRENCY',
@@ -137,6 +141,7 @@ describe('loadConfig', () => {
         jobServiceAccount: undefined,
         builtinImage: undefined,
         jobTtlSeconds: 86400,
+        createConcurrency: 8,
       });
     });
 
@@ -151,6 +156,7 @@ describe('loadConfig', () => {
         KUBERNETES_JOB_SERVICE_ACCOUNT: 'media-jobs',
         KUBERNETES_BUILTIN_IMAGE: 'registry.example/media-platform:1.0',
         KUBERNETES_JOB_TTL_SECONDS: '3600',
+        KUBERNETES_CREATE_CONCURRENCY: '2',
       });
       expect(c.kubernetes).toEqual({
         kubeconfig: '/home/me/.kube/config',
@@ -162,6 +168,7 @@ describe('loadConfig', () => {
         jobServiceAccount: 'media-jobs',
         builtinImage: 'registry.example/media-platform:1.0',
         jobTtlSeconds: 3600,
+        createConcurrency: 2,
       });
     });
 
@@ -175,12 +182,14 @@ describe('loadConfig', () => {
           KUBERNETES_JOB_SERVICE_ACCOUNT: '-x',
           KUBERNETES_BUILTIN_IMAGE: 'two words',
           KUBERNETES_IMAGE_PULL_GRACE_SECONDS: '-1',
+          KUBERNETES_CREATE_CONCURRENCY: '0',
         });
       } catch (err) {
         error = err as ConfigError;
       }
       expect(error!.problems.map((p) => p.split(':')[0]).sort()).toEqual([
         'KUBERNETES_BUILTIN_IMAGE',
+        'KUBERNETES_CREATE_CONCURRENCY',
         'KUBERNETES_IMAGE_PULL_GRACE_SECONDS',
         'KUBERNETES_IMAGE_PULL_SECRETS',
         'KUBERNETES_JOBS_PVC',

@@ -35,6 +35,8 @@ export interface ExecutorConfig {
   slurmPollSeconds: number;
   /** Slurm's own `SLURM_CONF`, handed to the Slurm commands the worker runs. */
   slurmConf: string | undefined;
+  /** Tasks of one job array (a batch's jobs on Slurm) that may run at once (`%limit`); 0: no limit. */
+  slurmArrayTaskLimit: number;
   /**
    * How long a cluster job's submission (or cancel) is tried again while the cluster cannot be
    * reached (Slurm's controller, the Kubernetes API) before the job fails (infrastructure).
@@ -61,6 +63,8 @@ export interface KubernetesConfig {
   builtinImage: string | undefined;
   /** How long a finished Job stays in the cluster (`ttlSecondsAfterFinished`). */
   jobTtlSeconds: number;
+  /** Job creations one worker has in flight at once (submitMany: a batch's jobs). */
+  createConcurrency: number;
 }
 
 /** DNS-1123 names, as Kubernetes wants them for namespaces (labels) and objects (subdomains). */
@@ -100,6 +104,7 @@ export function executorConfig(p: Parser, { dataDir }: { dataDir: string }): Exe
     slurmContainerRuntime: p.oneOf('SLURM_CONTAINER_RUNTIME', SLURM_CONTAINER_RUNTIMES, 'none'),
     slurmPollSeconds: p.int('SLURM_POLL_SECONDS', 2, 1, 600),
     slurmConf: p.raw('SLURM_CONF'),
+    slurmArrayTaskLimit: p.int('SLURM_ARRAY_TASK_LIMIT', 0, 0, 1_000_000),
     clusterRetrySeconds: p.int('CLUSTER_RETRY_SECONDS', 3600, 0, 7 * 86400),
     prices: p.prices('PRICES_FILE'),
     kubernetes,
@@ -126,5 +131,6 @@ function kubernetesConfig(p: Parser): KubernetesConfig {
     ),
     builtinImage: p.matching('KUBERNETES_BUILTIN_IMAGE', /^\S{1,512}$/, 'an image reference without spaces'),
     jobTtlSeconds: p.int('KUBERNETES_JOB_TTL_SECONDS', 86400, 0, 30 * 86400),
+    createConcurrency: p.int('KUBERNETES_CREATE_CONCURRENCY', 8, 1, 256),
   };
 }

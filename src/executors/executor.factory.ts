@@ -29,10 +29,10 @@ function nodeProgram(name: string): string[] {
  * The Slurm batch script: a file of the sources (the compiler does not copy it), found beside
  * this file in `src/executors/` whether the service runs from `dist/` or from source.
  */
-export function slurmJobScript(): string {
+export function slurmJobScript(name: 'slurm.job.sh' | 'slurm.array.sh' = 'slurm.job.sh'): string {
   const script = compiled
-    ? path.resolve(__dirname, '..', '..', '..', 'src', 'executors', 'slurm.job.sh')
-    : path.join(__dirname, 'slurm.job.sh');
+    ? path.resolve(__dirname, '..', '..', '..', 'src', 'executors', name)
+    : path.join(__dirname, name);
   if (!existsSync(script)) throw new Error(`the Slurm batch script ${script} is missing`);
   return script;
 }
@@ -48,6 +48,8 @@ export function createExecutor(config: Config, log: Logger): Executor {
       machineTypes: config.machineTypes,
       programs: builtinPrograms(),
       script: slurmJobScript(),
+      arrayScript: slurmJobScript('slurm.array.sh'),
+      arrayTaskLimit: config.slurmArrayTaskLimit,
       log,
     });
   if (config.executor === 'kubernetes') {
@@ -71,6 +73,7 @@ export function createExecutor(config: Config, log: Logger): Executor {
         builtinImage: k.builtinImage,
         programs: builtinPrograms(),
       },
+      createConcurrency: k.createConcurrency,
       tracker: {
         imagePullGraceSeconds: k.imagePullGraceSeconds,
         unschedulableSeconds: k.unschedulableSeconds,

@@ -82,6 +82,15 @@ export interface Executor {
    */
   submit(spec: JobSpec, observer: JobObserver, retry?: boolean): Promise<string>;
   /**
+   * Submits several jobs as one unit, answers their external ids in spec order, then follows each
+   * and reports to its observer exactly as submit does.
+   */
+  submitMany?(
+    specs: readonly JobSpec[],
+    observers: readonly JobObserver[],
+    retry?: boolean,
+  ): Promise<string[]>;
+  /**
    * Follows a job submitted earlier, by this or another process, from where it is now: its
    * state, its log (lines printed so far come `earlier`), its end. Without `externalId` the job
    * is found by the job id it carries. Answers its external id, or null when the executor does

@@ -25,6 +25,8 @@ export interface KubernetesExecutorOptions {
   tracker: KubernetesTrackerSettings;
   machineTypes: MachineTypes | null;
   log: Logger;
+  /** Job creations in flight at once for submitMany (KUBERNETES_CREATE_CONCURRENCY). */
+  createConcurrency?: number;
 }
 
 interface Followed {
@@ -78,6 +80,34 @@ export class KubernetesExecutor implements Executor {
     }
     this.follow(spec, job, observer, null);
     return job.metadata!.name!;
+  }
+
+  /**
+   * One Job per job, as submit makes it, at most `createConcurrency` submissions in flight: a
+   * batch of 10,000 does not open 10,000 requests to the API server at once (docs/
+   * executors-kubernetes.md, "Batches"). Every Job is looked for before it is created, so a
+   * retry creates only the ones an earlier attempt did not.
+   */
+  async submitMany(specs: readonly JobSpec[], observers: readonly JobObserver[]): Promise<string[]> {
+    if (specs.length !== observers.length) throw new Error('submitMany: one observer per spec');
+    const names: string[] = new Array<string>(specs.length);
+    let next = 0;
+    let failed: unknown = null;
+    const lane = async () => {
+      while (failed === null && next < specs.length) {
+        const i = next++;
+        try {
+          names[i] = await this.submit(specs[i], observers[i]);
+        } catch (err) {
+          failed ??= err;
+        }
+      }
+    };
+    const lanes = Math.min(specs.length, this.opts.createConcurrency ?? 8);
+    await Promise.all(Array.from({ length: lanes }, lane));
+    // The API is unavailable: the Jobs created so far are found again when the caller retries.
+    if (failed !== null) throw failed as Error;
+    return names;
   }
 
   async adopt(spec: JobSpec, externalId: string | null, observer: JobObserver): Promise<string | null> {

@@ -56,7 +56,7 @@ export function slurmCommand(
 
 /** The questions the worker asks Slurm's commands, in the worker's terms. */
 export class SlurmCommands {
-  private accounting: Promise<boolean> | null = null;
+  private config: Promise<string> | null = null;
 
   constructor(private readonly opts: SlurmCommandOptions) {}
 
@@ -64,13 +64,18 @@ export class SlurmCommands {
     return slurmCommand(this.opts, command, args, env);
   }
 
-  /** The jobs squeue shows for `filter`, ended ones it still remembers included. */
+  /**
+   * The jobs squeue shows for `filter`, ended ones it still remembers included; array tasks one
+   * per line (`--array`), each with its own id (`123_5`).
+   */
   async squeue(filter: string[]): Promise<QueuedJob[]> {
     try {
       return parseSqueue(
-        await this.run('squeue', ['--noheader', '--states=all', `--format=${SQUEUE_FORMAT}`, ...filter], {
-          SLURM_TIME_FORMAT: '%s',
-        }),
+        await this.run(
+          'squeue',
+          ['--noheader', '--array', '--states=all', `--format=${SQUEUE_FORMAT}`, ...filter],
+          { SLURM_TIME_FORMAT: '%s' },
+        ),
       );
     } catch (err) {
       // Asked about one job it has forgotten, squeue fails instead of answering nothing.
@@ -85,16 +90,30 @@ export class SlurmCommands {
     return parseSacct(await this.run('sacct', [...args, `--jobs=${ids.join(',')}`]).catch(() => ''));
   }
 
-  /** Whether slurmdbd keeps accounting (sacct knows ended jobs); asked once it answers. */
+  /** `scontrol show config`, asked once it answers (a controller that is down is asked again). */
+  private showConfig(): Promise<string> {
+    this.config ??= this.run('scontrol', ['show', 'config']).catch((err) => {
+      this.config = null;
+      throw err;
+    });
+    return this.config;
+  }
+
+  /** Whether slurmdbd keeps accounting (sacct knows ended jobs). */
   hasAccounting(): Promise<boolean> {
-    this.accounting ??= this.run('scontrol', ['show', 'config']).then(
+    return this.showConfig().then(
       (out) => !/AccountingStorageType\s*=\s*accounting_storage\/none/.test(out),
-      (err) => {
-        if (err instanceof ExecutorUnavailableError) this.accounting = null; // asked again later
-        return false;
-      },
+      () => false,
     );
-    return this.accounting;
+  }
+
+  /**
+   * The cluster's MaxArraySize: task ids of an array are below it (Slurm's default is 1001).
+   * Fails with ExecutorUnavailableError while the controller cannot be reached.
+   */
+  async maxArraySize(): Promise<number> {
+    const m = /^MaxArraySize\s*=\s*(\d+)/m.exec(await this.showConfig());
+    return m ? Number(m[1]) : 1001;
   }
 }
 

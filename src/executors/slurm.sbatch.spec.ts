@@ -1,6 +1,13 @@
+import { execFileSync } from 'node:child_process';
 import type { MachineType } from '../common/machine-types';
 import type { JobSpec } from './executor.port';
 import {
+  arrayIdOf,
+  arraySbatchArgs,
+  expandJobId,
+  jobOptions,
+  shellEnvironment,
+  shellWords,
   exitOf,
   parseSacct,
   parseSqueue,
@@ -160,6 +167,79 @@ describe('sbatchArgs', () => {
         'wordcount',
         'inputs/t.txt',
       ]);
+  });
+});
+
+describe('job arrays', () => {
+  it('submits an array in its directory, the files of each task through its entry, no argv on the command line', () => {
+    const { options, argv } = jobOptions(spec, opts({ machineTypes: types }));
+    expect(argv).toEqual(spec.argv);
+    const args = arraySbatchArgs({
+      key: 'k1',
+      dir: '/shared/jobs/.arrays/k1',
+      count: 20,
+      limit: 4,
+      options,
+      arrayScript: '/srv/media/src/executors/slurm.array.sh',
+      jobScript: '/srv/media/src/executors/slurm.job.sh',
+    });
+    expect(args).toEqual([
+      '--parsable',
+      '--job-name=media-array-k1',
+      '--chdir=/shared/jobs/.arrays/k1',
+      '--output=%a/.job/stdout',
+      '--error=%a/.job/stderr',
+      '--array=0-19%4',
+      ...common.slice(5),
+      '--partition=gpu',
+      '--gres=gpu:a100:1',
+      '--cpus-per-task=8',
+      '--mem=64G',
+      '--account=ml',
+      '--qos=normal',
+      '/srv/media/src/executors/slurm.array.sh',
+      '/srv/media/src/executors/slurm.job.sh',
+    ]);
+    expect(args.join(' ')).not.toContain('rm -rf');
+    expect(
+      arraySbatchArgs({
+        key: 'k',
+        dir: '/d',
+        count: 3,
+        limit: 0,
+        options: [],
+        arrayScript: 'a',
+        jobScript: 'j',
+      }),
+    ).toContain('--array=0-2');
+  });
+
+  it('writes argv and environment files that sh reads back word for word', () => {
+    const words = ['plain', "it's", '$(id)', '`id`', 'a\nb', ' spaced ', '', '\\', '"', '%j', '-x', "'"];
+    const read = execFileSync('sh', ['-c', 'eval "set -- $(cat)"; printf "%s\\0" "$@"'], {
+      input: shellWords(words),
+      encoding: 'utf8',
+    });
+    expect(read.split('\0').slice(0, -1)).toEqual(words);
+    const env = { A: "x'y $(id)", B_2: 'line\nbreak', C: '' };
+    const shown = execFileSync('sh', ['-c', 'set -a; eval "$(cat)"; set +a; printf "%s|" "$A" "$B_2" "$C"'], {
+      input: shellEnvironment(env),
+      encoding: 'utf8',
+    });
+    expect(shown).toBe(`${env.A}|${env.B_2}||`);
+    expect(() => shellEnvironment({ 'A-B': 'x' })).toThrow('"A-B"');
+  });
+
+  it('reads array task ids, and pending tasks squeue shows collapsed', () => {
+    expect(expandJobId('123')).toEqual(['123']);
+    expect(expandJobId('123_5')).toEqual(['123_5']);
+    expect(expandJobId('556_[0-3%4]')).toEqual(['556_0', '556_1', '556_2', '556_3']);
+    expect(expandJobId('557_[1,3,5-7]')).toEqual(['557_1', '557_3', '557_5', '557_6', '557_7']);
+    expect(expandJobId('558_[0-8:4]')).toEqual(['558_0', '558_4', '558_8']);
+    expect(expandJobId('559_[5-999]')).toHaveLength(995);
+    expect(arrayIdOf('123_5')).toBe('123');
+    expect(arrayIdOf('123')).toBeNull();
+    expect(arrayIdOf('556_[0-9%4]')).toBeNull();
   });
 });
 

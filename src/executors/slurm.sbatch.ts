@@ -36,13 +36,27 @@ export function timeLimitMinutes(timeoutSeconds: number): number {
  * Throws when the machine type is not defined in the machine types file.
  */
 export function sbatchArgs(spec: JobSpec, opts: SbatchOptions): string[] {
-  const args = [
+  const { options, argv } = jobOptions(spec, opts);
+  return [
     '--parsable',
     `--job-name=${jobNameOf(spec.jobId)}`,
     `--chdir=${spec.workDir}`,
     // Relative to --chdir, so that no character of the path is read as a file name pattern.
     `--output=${JOB_FILES_DIR}/stdout`,
     `--error=${JOB_FILES_DIR}/stderr`,
+    ...options,
+    opts.script,
+    ...argv,
+  ];
+}
+
+/**
+ * What sbatch is told of a job besides its name and directory (environment, requeue, nodes, time,
+ * machine type, container), and the argv the batch script runs. Jobs whose options are the same
+ * can be tasks of one job array; their argv are their own.
+ */
+export function jobOptions(spec: JobSpec, opts: SbatchOptions): { options: string[]; argv: string[] } {
+  const options = [
     // The job gets sbatch's own environment, which the worker makes up of exactly the variables
     // it passes. (A list of names would make Slurm 22.05 add the user's login environment.)
     '--export=ALL',
@@ -59,14 +73,14 @@ export function sbatchArgs(spec: JobSpec, opts: SbatchOptions): string[] {
   const runtime = isBuiltinContainer(spec.container) ? 'none' : opts.runtime;
   switch (runtime) {
     case 'pyxis':
-      args.push(
+      options.push(
         `--container-image=${spec.container}`,
         `--container-mounts=${spec.workDir}`,
         `--container-workdir=${spec.workDir}`,
       );
       break;
     case 'oci':
-      args.push(`--container=${spec.container}`);
+      options.push(`--container=${spec.container}`);
       break;
     case 'apptainer':
       argv = [
@@ -83,7 +97,83 @@ export function sbatchArgs(spec: JobSpec, opts: SbatchOptions): string[] {
     case 'none':
       break;
   }
-  return [...args, opts.script, ...argv];
+  return { options, argv };
+}
+
+/** Job arrays are named `media-array-<key>`; each task's directory holds the key (ARRAY_MARK). */
+export const ARRAY_NAME_PREFIX = 'media-array-';
+/** In a task's `.job/`: the array's directory and the task's index, one per line. */
+export const ARRAY_MARK = 'array';
+
+/**
+ * The arguments of `sbatch` for a job array of `count` tasks sharing `options` (jobOptions): run
+ * in the array's directory, where the entry named after each task id links to that task's job
+ * directory, so that each task's output files are its job's (`%a`). No task's argv or
+ * environment is on the command line: the array script reads them from the task's directory.
+ */
+export function arraySbatchArgs(a: {
+  key: string;
+  dir: string;
+  count: number;
+  /** Tasks running at once; 0: no limit. */
+  limit: number;
+  options: string[];
+  arrayScript: string;
+  jobScript: string;
+}): string[] {
+  return [
+    '--parsable',
+    `--job-name=${ARRAY_NAME_PREFIX}${a.key}`,
+    `--chdir=${a.dir}`,
+    `--output=%a/${JOB_FILES_DIR}/stdout`,
+    `--error=%a/${JOB_FILES_DIR}/stderr`,
+    `--array=0-${a.count - 1}${a.limit > 0 ? `%${a.limit}` : ''}`,
+    ...a.options,
+    a.arrayScript,
+    a.jobScript,
+  ];
+}
+
+/** Words as `sh` reads them back (`eval "set -- $(cat file)"`): each one single-quoted. */
+export function shellWords(words: readonly string[]): string {
+  return words.map((w) => `'${w.replaceAll("'", `'\\''`)}'`).join(' ');
+}
+
+/** An environment as `sh` reads it back (`set -a; . file`); names must be shell names. */
+export function shellEnvironment(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([name, value]) => {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+        throw new Error(`the environment variable name "${name}" cannot be passed to a Slurm array task`);
+      return `${name}=${shellWords([value])}\n`;
+    })
+    .join('');
+}
+
+/**
+ * A job id as squeue prints it (`%i`), as the ids of the jobs it stands for: `123`, an array
+ * task `123_5`, or tasks Slurm shows collapsed while they are pending, `123_[5-7,9%4]`
+ * (`123_5`, `123_6`, `123_7`, `123_9`; `%4` is the array's limit).
+ */
+export function expandJobId(id: string): string[] {
+  const m = /^(\d+)_\[([^\]]*)\]$/.exec(id);
+  if (!m) return [id];
+  const out: string[] = [];
+  for (const part of m[2].split('%')[0].split(',')) {
+    const range = /^(\d+)(?:-(\d+))?(?::(\d+))?$/.exec(part.trim());
+    if (!range) continue;
+    const from = Number(range[1]);
+    const to = range[2] === undefined ? from : Number(range[2]);
+    const step = range[3] === undefined ? 1 : Math.max(1, Number(range[3]));
+    for (let i = from; i <= to; i += step) out.push(`${m[1]}_${i}`);
+  }
+  return out;
+}
+
+/** The array's job id of an array task's id (`123_5` -> `123`); null for a job of its own. */
+export function arrayIdOf(externalId: string): string | null {
+  const m = /^(\d+)_\d+$/.exec(externalId);
+  return m ? m[1] : null;
 }
 
 /** A container reference as apptainer takes it: a registry image unless it names a source. */

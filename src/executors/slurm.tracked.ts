@@ -68,6 +68,8 @@ export interface Tracked {
   files: Record<LogStream, FileTail>;
   /** When this worker submitted it (Date.now()); null for a job taken over. */
   submittedAt: number | null;
+  /** An array task: its entry in the array's directory, removed once it has ended. */
+  arrayLink: string | null;
 }
 
 /** A job this worker follows, as it starts to follow it. */
@@ -88,5 +90,6 @@ export function newTracked(spec: JobSpec, externalId: string, observer: JobObser
     timer: null,
     files: { stdout: file('stdout'), stderr: file('stderr') },
     submittedAt: null,
+    arrayLink: null,
   };
 }

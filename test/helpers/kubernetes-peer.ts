@@ -234,6 +234,10 @@ export class KubernetesPeer {
   private readonly nodes: PeerNode[];
   private readonly sockets = new Set<Duplex>();
   private stopped = false;
+  private createDelayMs = 0;
+  private createsInFlight = 0;
+  /** The most Job creations the peer was answering at once (see slowCreates). */
+  peakCreatesInFlight = 0;
 
   private constructor(
     private readonly server: https.Server,
@@ -410,6 +414,12 @@ export class KubernetesPeer {
     for (const go of held) go();
   }
 
+  /** Each Job creation takes `ms` before it is answered, so that concurrent ones overlap. */
+  slowCreates(ms: number): void {
+    this.createDelayMs = ms;
+    this.peakCreatesInFlight = 0;
+  }
+
   /** Forgets the event history: watches from any version seen so far answer 410 Gone. */
   compact(): void {
     this.compactedRv = this.rv;
@@ -509,6 +519,11 @@ export class KubernetesPeer {
       );
     }
     if (this.injectFailure(res, verb, resource, false)) return;
+    if (verb === 'create' && this.createDelayMs) {
+      this.peakCreatesInFlight = Math.max(this.peakCreatesInFlight, ++this.createsInFlight);
+      await new Promise((r) => setTimeout(r, this.createDelayMs));
+      this.createsInFlight--;
+    }
     const body = req.method === 'POST' || req.method === 'DELETE' ? await readJson(req) : undefined;
     if (body === INVALID) return status(res, 400, 'BadRequest', 'the request body is not JSON');
     if (sub === 'log') return this.serveLog(res, namespace, name!, query);
