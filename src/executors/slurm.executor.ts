@@ -5,7 +5,7 @@ import type { SlurmContainerRuntime } from '../config';
 import type { Logger } from '../common/logger';
 import type { MachineTypes } from '../common/machine-types';
 import { ExecutorUnavailableError, type Executor, type JobObserver, type JobSpec } from './executor.port';
-import { jobEnvironment } from './job.env';
+import { jobEnvironment, writeSecretFiles } from './job.env';
 import { Limiter, SlurmCommands } from './slurm.command';
 import {
   exitOf,
@@ -99,10 +99,12 @@ export class SlurmExecutor implements Executor {
     });
     // Slurm opens the output files there before the script runs.
     mkdirSync(path.join(spec.workDir, JOB_FILES_DIR), { recursive: true });
+    writeSecretFiles(spec);
     const out = await this.commands
       .run(() =>
         // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
-        this.slurm.run('sbatch', args, jobEnvironment(spec, this.opts.path)),
+        // Secrets as files: Slurm keeps a job's environment in its state, readable by operators.
+        this.slurm.run('sbatch', args, jobEnvironment(spec, this.opts.path, 'files')),
       )
       .catch((err: Error) => {
         const message = `could not submit the job to Slurm: ${err.message

@@ -22,3 +22,23 @@ export function redactSecrets(text: string, secrets: readonly SecretValue[]): st
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** Lines of a multi-line value shorter than this are not redacted alone (they would match too much). */
+const MIN_LINE_FRAGMENT = 4;
+
+/**
+ * What a job's output, read line by line, is redacted with: every value, and each line of a
+ * multi-line value (a PEM key printed whole reaches the log as several lines, none of which
+ * holds the whole value), under the value's name.
+ */
+export function lineRedactions(secrets: readonly SecretValue[]): SecretValue[] {
+  const fragments = secrets.flatMap((s) =>
+    s.value.includes('\n')
+      ? s.value
+          .split(/\r?\n/)
+          .filter((line) => line.length >= MIN_LINE_FRAGMENT)
+          .map((line) => ({ name: s.name, value: line }))
+      : [],
+  );
+  return [...secrets, ...fragments];
+}

@@ -18,6 +18,8 @@ export type CreateDeploymentInput = {
   cancelAfter?: string | null | undefined;
   modelId: string | number;
   name: string;
+  /** The model's version to run (400 for another model's); default: its latest. */
+  versionId?: string | number | null | undefined;
   /** An https URL to POST its jobs to as events happen, signed (docs/webhooks.md). */
   webhook?: string | null | undefined;
   /** Default: COMPLETED only. */
