@@ -45,7 +45,10 @@ const jobSchema = object({
   deployment_id: uuid,
   model_id: uuid,
   model_version_id: { ...nullable(uuid), description: 'the model version it runs (docs/models.md)' },
-  secrets: { ...arrayOf(string), description: "the names of the owner's secrets it gets, never their values" },
+  secrets: {
+    ...arrayOf(string),
+    description: "the names of the owner's secrets it gets, never their values",
+  },
   status: enumOf(STATUSES),
   executor: string,
   external_id: nullable(string),
