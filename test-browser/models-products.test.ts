@@ -43,11 +43,11 @@ it('sets a secret, makes a model private, compares its versions and runs a pinne
   // The secret, on the Account page: the value goes in and is never shown.
   await nav(page, 'Account').click();
   await page.getByLabel('Secret name').fill('HF_TOKEN');
-  await page.getByLabel('Value').fill(VALUE);
+  await page.getByLabel('Value', { exact: true }).fill(VALUE);
   await page.getByRole('button', { name: 'Set secret' }).click();
   await page.getByRole('status').getByText('Secret HF_TOKEN saved.').waitFor();
-  await page.getByRole('cell', { name: 'HF_TOKEN' }).waitFor();
-  expect(await page.getByLabel('Value').inputValue()).toBe('');
+  await page.getByRole('cell', { name: 'HF_TOKEN', exact: true }).waitFor();
+  expect(await page.getByLabel('Value', { exact: true }).inputValue()).toBe('');
   expect(await page.content()).not.toContain(VALUE);
   await screenshot(page, 'account-secrets');
 

@@ -1012,7 +1012,7 @@ export const ModelProductDocument = new TypedDocumentString(`
     sharedWith
     secrets
     viewerCanEdit
-    versions(first: 100) {
+    versions(first: 20) {
       nodes {
         ...ModelVersionRow
       }
