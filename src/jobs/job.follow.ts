@@ -14,7 +14,7 @@ import {
   type LogStream,
 } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
-import { lineRedactions, redactSecrets, type SecretValue } from '../secrets/secret.redact';
+import { lineRedactions, secretRedactor, type SecretValue } from '../secrets/secret.redact';
 import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
 import type { Job, JobOutput } from './job.entity';
 import { stageInputs, storeOutputs, workDirOf } from './job.files';
@@ -113,7 +113,7 @@ export class JobFollow implements JobObserver {
   private canceling = false;
   /** The job's secrets in clear (memory only), and what its output is redacted with. */
   private secrets: SecretValue[] = [];
-  private redactions: SecretValue[] = [];
+  private redact = (line: string) => line;
 
   constructor(
     private readonly ctx: FollowContext,
@@ -149,7 +149,7 @@ export class JobFollow implements JobObserver {
 
   line(stream: LogStream, line: string, earlier?: boolean): void {
     // Redacted before anything keeps or sends it: the tail, the result, events, webhooks.
-    if (!this.released) this.log.line(stream, redactSecrets(line, this.redactions), earlier);
+    if (!this.released) this.log.line(stream, this.redact(line), earlier);
   }
 
   ended(exit: JobExit): void {
@@ -408,7 +408,7 @@ export class JobFollow implements JobObserver {
     if (!names.length) return;
     if (!this.ctx.openSecrets) throw new Error('this worker cannot open secrets');
     this.secrets = await this.ctx.openSecrets({ type: this.job.ownerType, id: this.job.ownerId }, names);
-    this.redactions = lineRedactions(this.secrets);
+    this.redact = secretRedactor(lineRedactions(this.secrets));
     const have = new Set(this.secrets.map((v) => v.name));
     const gone = names.filter((n) => !have.has(n));
     if (required && gone.length)
