@@ -113,6 +113,7 @@ describe('secrets reach the job and nothing else (local executor)', () => {
     // The events and webhooks carried the redacted lines (they were sent, not dropped).
     expect(run.seen.find((s) => s.label === 'live events')!.text).toContain('[secret HF_TOKEN]');
     expect(run.seen.find((s) => s.label === 'webhook bodies')!.text).toContain('[secret HF_TOKEN]');
+    expect(run.seen.find((s) => s.label === 'GraphQL subscription')!.text).toContain('[secret HF_TOKEN]');
     // The job record names them.
     const job = await t.http().get(`/api/v1/jobs/${run.jobId}`).set('authorization', alice);
     expect(job.body.secrets).toEqual(['HF_TOKEN', 'LICENCE_KEY']);

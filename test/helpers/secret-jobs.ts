@@ -1,5 +1,7 @@
+import { createClient } from 'graphql-ws';
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import WebSocket from 'ws';
 import type { TestApp } from './app';
 import { PROGRAM, waitForJob } from './jobs';
 import { readEvents } from './sse';
@@ -90,6 +92,26 @@ export async function runSecretJob(
       ),
   });
   await open;
+  // Live over GraphQL too: every transition of the owner's jobs, with the fields that carry output.
+  const ws = createClient({
+    url: `ws://127.0.0.1:${t.port}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: auth },
+    retryAttempts: 0,
+  });
+  const subscribed: unknown[] = [];
+  let acknowledged!: () => void;
+  const ack = new Promise<void>((resolve) => (acknowledged = resolve));
+  ws.on('connected', () => acknowledged());
+  const stopSubscription = ws.subscribe(
+    { query: 'subscription { jobs { id status logTail result error secrets } }' },
+    {
+      next: (v) => subscribed.push(v),
+      error: (e) => subscribed.push({ error: String(e) }),
+      complete: () => undefined,
+    },
+  );
+  await ack;
   const created = await t
     .http()
     .post('/api/v1/deployments')
@@ -109,6 +131,8 @@ export async function runSecretJob(
   if (job.status.toLowerCase() !== 'succeeded')
     throw new Error(`the job ${job.status}: ${job.error}\n${job.logTail}`);
   const liveEvents = await live;
+  stopSubscription();
+  await ws.dispose();
   // The whole history, replayed from the database.
   const replay = await readEvents(`${t.url}/api/v1/jobs/${jobId}/events`, auth);
   const rest = await t.http().get(`/api/v1/jobs/${jobId}`).set('authorization', auth);
@@ -119,6 +143,7 @@ export async function runSecretJob(
   );
   const seen = [
     { label: 'live events', text: JSON.stringify(liveEvents.events) },
+    { label: 'GraphQL subscription', text: JSON.stringify(subscribed) },
     { label: 'replayed events', text: JSON.stringify(replay.events) },
     { label: 'REST job', text: JSON.stringify(rest.body) },
     { label: 'REST deployment', text: JSON.stringify(deployment.body) },
