@@ -57,7 +57,7 @@ export function TeamPage({ id }: { id: string }) {
       <Members team={team} me={data.me.id} onChanged={load} onError={setError} />
       {manages ? <Invites team={team} onChanged={changed} /> : null}
       {/* Acting for the team: every member reads the names, its admins and owners set them. */}
-      <SecretsPanel scope={team.id} title={`Secrets of team ${team.name}`} mayManage={manages} />
+      <SecretsPanel scope={team.id} title="Team secrets" mayManage={manages} />
       {manages ? <AuditLog team={team} changes={changes} /> : null}
     </section>
   );
