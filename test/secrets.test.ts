@@ -4,8 +4,8 @@ import { User } from '../src/users/user.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 
 /**
- * Owners' secrets (issue 32): kept sealed, answered by name only, never logged. Delivering them to
- * jobs and redacting job output are the job side's (docs/secrets.md, "Not yet").
+ * Owners' secrets (issue 32): kept sealed, answered by name only, never logged. Their delivery to
+ * jobs and the redaction of job output: test/secrets-jobs.test.ts and the cluster suites.
  */
 let t: TestApp;
 let alice: string;

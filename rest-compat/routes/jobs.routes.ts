@@ -44,6 +44,11 @@ const jobSchema = object({
   id: uuid,
   deployment_id: uuid,
   model_id: uuid,
+  model_version_id: { ...nullable(uuid), description: 'the model version it runs (docs/models.md)' },
+  secrets: {
+    ...arrayOf(string),
+    description: "the names of the owner's secrets it gets, never their values",
+  },
   status: enumOf(STATUSES),
   executor: string,
   external_id: nullable(string),
@@ -101,6 +106,8 @@ export const jobJson = (j: RestJobFragment) => ({
   id: j.id,
   deployment_id: j.deploymentId,
   model_id: j.modelId,
+  model_version_id: j.modelVersionId,
+  secrets: j.secrets,
   status: j.status.toLowerCase(),
   executor: j.executor,
   external_id: j.externalId,
@@ -192,6 +199,7 @@ export const jobRoutes = [
       {
         name: string,
         model_id: uuid,
+        version_id: { ...uuid, description: "the model's version to run; default its latest" },
         args: mapOf(argValue),
         webhook: {
           ...url,
@@ -232,6 +240,7 @@ export const jobRoutes = [
         input: {
           name: b.name as string,
           modelId: optionalString(b, 'model_id') as string,
+          versionId: optionalString(b, 'version_id'),
           args: (b.args ?? null) as Record<string, unknown> | null,
           cancelAfter: cancelAfter(req),
           webhook: optionalString(b, 'webhook'),

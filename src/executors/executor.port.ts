@@ -1,5 +1,11 @@
 import type { OwnerType } from '../common/principal';
 
+/** One of the owner's secrets a job gets (docs/secrets.md): in clear, held in memory only. */
+export interface JobSecret {
+  name: string;
+  value: string;
+}
+
 /** What an executor is asked to run: argv (never a shell line), where, with what, for how long. */
 export interface JobSpec {
   jobId: string;
@@ -8,6 +14,12 @@ export interface JobSpec {
   argv: string[];
   /** Extra environment; `OUTPUT_DIR` is always set. */
   env: Record<string, string>;
+  /**
+   * The owner's secrets the model names. The local executor passes them as environment
+   * variables; a cluster's executor as 0600 files in the job's directory (`secretFiles`), their
+   * paths in `<NAME>_FILE`, so that no value is on a command line or in a manifest.
+   */
+  secrets?: JobSecret[];
   container: string;
   machineType: string;
   machineCount: number;

@@ -18,6 +18,7 @@ import {
 } from './kubernetes.manifest';
 import type { KubernetesJobEnd } from './kubernetes.states';
 import { KubernetesTracker, type KubernetesTrackerSettings } from './kubernetes.tracker';
+import { writeSecretFiles } from './job.env';
 
 export interface KubernetesExecutorOptions {
   client: KubernetesClient;
@@ -70,6 +71,8 @@ export class KubernetesExecutor implements Executor {
   async submit(spec: JobSpec, observer: JobObserver): Promise<string> {
     const machine = this.opts.machineTypes?.get(spec.machineType)?.kubernetes;
     const manifest = buildJobManifest(spec, machine, this.opts.job);
+    // On the jobs claim the pods mount: the secrets' files, at the paths the manifest names.
+    writeSecretFiles(spec);
     let job: V1Job | null;
     try {
       await this.ready();

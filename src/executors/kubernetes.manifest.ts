@@ -81,8 +81,8 @@ export function buildJobManifest(
     [LABELS.ownerId]: spec.owner.id,
     [LABELS.ownerType]: spec.owner.type,
   };
-  // PATH is the image's.
-  const env = jobEnvironment(spec);
+  // PATH is the image's. Secrets are files in the job's directory (never values in a manifest).
+  const env = jobEnvironment(spec, undefined, 'files');
   const indexed = spec.machineCount > 1;
   return {
     apiVersion: 'batch/v1',

@@ -6,7 +6,7 @@ import type { SlurmContainerRuntime } from '../config';
 import type { Logger } from '../common/logger';
 import type { MachineTypes } from '../common/machine-types';
 import { ExecutorUnavailableError, type Executor, type JobObserver, type JobSpec } from './executor.port';
-import { jobEnvironment } from './job.env';
+import { jobEnvironment, writeSecretFiles } from './job.env';
 import { Limiter, SlurmCommands } from './slurm.command';
 import {
   ARRAY_MARK,
@@ -121,8 +121,10 @@ export class SlurmExecutor implements Executor {
     mkdirSync(path.join(spec.workDir, JOB_FILES_DIR), { recursive: true });
     // Submitted alone now: found again by its own name, not by an array an earlier try made.
     await rm(path.join(spec.workDir, JOB_FILES_DIR, ARRAY_MARK), { force: true });
+    writeSecretFiles(spec);
     // The job's whole environment (sbatch --export=ALL): none of the service's own variables.
-    const externalId = await this.sbatch(args, jobEnvironment(spec, this.opts.path));
+    // Secrets as files: Slurm keeps a job's environment in its state, readable by operators.
+    const externalId = await this.sbatch(args, jobEnvironment(spec, this.opts.path, 'files'));
     return this.track(spec, externalId, observer);
   }
 
@@ -251,10 +253,13 @@ export class SlurmExecutor implements Executor {
       tasks.map(async ({ spec, argv }, task) => {
         const files = path.join(spec.workDir, JOB_FILES_DIR);
         await mkdir(files, { recursive: true });
-        // The environment may hold what only the job may read.
-        await writeFile(path.join(files, 'env'), shellEnvironment(jobEnvironment(spec, this.opts.path)), {
-          mode: 0o600,
-        });
+        writeSecretFiles(spec);
+        // Secrets as files, as for a lone job; the file is the job's own still (0600).
+        await writeFile(
+          path.join(files, 'env'),
+          shellEnvironment(jobEnvironment(spec, this.opts.path, 'files')),
+          { mode: 0o600 },
+        );
         await writeFile(path.join(files, 'argv'), `${shellWords(argv)}\n`);
         await writeFile(path.join(files, ARRAY_MARK), `${dir}\n${task}\n`);
         const link = path.join(dir, String(task));

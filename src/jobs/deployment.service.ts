@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { assertOwned, ownerOf, type Principal } from '../common/principal';
+import { assertOwned, ownerOf, type Owner, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
@@ -16,6 +16,7 @@ import type { MediaService } from '../media/media.service';
 import { buildArgv } from '../models/model.command';
 import type { Model } from '../models/model.entity';
 import type { ModelService } from '../models/model.service';
+import type { SecretService } from '../secrets/secret.service';
 import { validateName } from '../teams/team.service';
 import { User } from '../users/user.entity';
 import { checkArgs } from './deployment.args';
@@ -32,6 +33,8 @@ import type { WebhookEvent } from './job.webhook-events';
 export interface CreateDeploymentInput {
   name: string;
   modelId: string;
+  /** The model's version to run; default its latest. */
+  versionId?: string | null;
   args?: unknown;
   /** `Cancel-After`: a duration (`30s`, `5m`, `1h30m`) after which the job is canceled if unfinished. */
   cancelAfter?: string | null;
@@ -90,6 +93,8 @@ export class DeploymentService {
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
+    /** Whether the owner has the secrets a model needs; null: models' secrets are not checked. */
+    private readonly secrets: Pick<SecretService, 'missing'> | null = null,
   ) {}
 
   /**
@@ -187,10 +192,12 @@ export class DeploymentService {
     const name = validateName(input.name);
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
-    const model = await this.models.get(principal, input.modelId);
-    this.assertMachineType(model);
+    // What runs is the version's (pinned, or the latest), never the model's row as it is now.
+    const { model, version } = await this.models.runnable(principal, input.modelId, input.versionId);
+    this.assertMachineType(version.machineType);
     await this.assertRunnable(model);
-    const { values, files } = checkArgs(model.args, input.args);
+    await this.assertSecrets(ownerOf(principal), version.secrets);
+    const { values, files } = checkArgs(version.args, input.args);
     const assets = await this.media.ownedLive(
       principal,
       files.map((f) => f.mediaId),
@@ -213,7 +220,12 @@ export class DeploymentService {
     }));
     let argv: string[];
     try {
-      argv = buildArgv(model.command, model.args, values, (id) => inputs.find((i) => i.mediaId === id)!.path);
+      argv = buildArgv(
+        version.command,
+        version.args,
+        values,
+        (id) => inputs.find((i) => i.mediaId === id)!.path,
+      );
     } catch (err) {
       throw new AppError('VALIDATION_FAILED', `this model cannot run: ${(err as Error).message}`, {
         modelId: (err as Error).message,
@@ -237,15 +249,17 @@ export class DeploymentService {
       id: jobId,
       deployment,
       modelId: model.id,
+      modelVersionId: version.id,
+      secrets: version.secrets,
       ownerType: owner.type,
       ownerId: owner.id,
       executor: this.config.executor,
       argv,
       inputs,
-      container: model.container,
-      machineType: model.machineType,
-      machineCount: model.machineCount,
-      timeoutSeconds: model.timeoutSeconds,
+      container: version.container,
+      machineType: version.machineType,
+      machineCount: version.machineCount,
+      timeoutSeconds: version.timeoutSeconds,
       maxRetries: model.maxRetries,
     });
     return { deployment, job, cancelAfter };
@@ -270,7 +284,11 @@ export class DeploymentService {
       throw new AppError('CONFLICT', `the job is ${job.status}; only a job that has ended can be retried`);
     const [model] = await this.models.byIds([job.modelId]);
     if (!model) throw new AppError('CONFLICT', 'the model of this job was deleted; it cannot run again');
+    // Made private or unshared since: as for a new deployment, a model one cannot see is 404.
+    // The retry runs the job's own version (copied with its command), not the model's latest.
+    await this.models.get(principal, model.id);
     await this.assertRunnable(model);
+    await this.assertSecrets(ownerOf(principal), job.secrets);
     const live = await this.media.ownedLive(
       principal,
       job.inputs.map((i) => i.mediaId),
@@ -304,15 +322,26 @@ export class DeploymentService {
   }
 
   /** With a machine types file, a model whose machine type has since been removed cannot run. */
-  private assertMachineType(model: Model): void {
+  private assertMachineType(machineType: string): void {
     const types = this.config.machineTypes;
-    if (!types || types.has(model.machineType)) return;
+    if (!types || types.has(machineType)) return;
     throw new AppError(
       'VALIDATION_FAILED',
-      `this model cannot run: its machine type "${model.machineType}" is not defined any more`,
+      `this model cannot run: its machine type "${machineType}" is not defined any more`,
       {
-        modelId: `its machine type "${model.machineType}" is not one of ${[...types.keys()].join(', ')} (MACHINE_TYPES_FILE); its owner must choose another`,
+        modelId: `its machine type "${machineType}" is not one of ${[...types.keys()].join(', ')} (MACHINE_TYPES_FILE); its owner must choose another`,
       },
+    );
+  }
+
+  /** A model that needs a secret its runner's owner does not keep cannot run: 400 naming them. */
+  private async assertSecrets(owner: Owner, names: readonly string[]): Promise<void> {
+    const missing = names.length && this.secrets ? await this.secrets.missing(owner, names) : [];
+    if (!missing.length) return;
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `this model needs the secret${missing.length > 1 ? 's' : ''} ${missing.join(', ')}; set ${missing.length > 1 ? 'them' : 'it'} first (PUT /api/v1/secrets/{name})`,
+      { secrets: `missing: ${missing.join(', ')}` },
     );
   }
 

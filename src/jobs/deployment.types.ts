@@ -75,6 +75,12 @@ export class CreateDeploymentInput {
   @Field(() => ID)
   modelId!: string;
 
+  @Field(() => ID, {
+    nullable: true,
+    description: "The model's version to run (400 for another model's); default: its latest.",
+  })
+  versionId?: string | null;
+
   @Field(() => GraphQLJSONObject, {
     nullable: true,
     description: 'Argument name -> value (int, float, string, or a media id for a file argument).',

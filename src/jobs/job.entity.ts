@@ -58,6 +58,14 @@ export class Job {
   @Property({ type: 'uuid' })
   modelId!: string;
 
+  /** The model version it runs (null only for jobs made before versions existed). */
+  @Property({ type: 'uuid', nullable: true })
+  modelVersionId: string | null = null;
+
+  /** The names of the owner's secrets it gets (docs/secrets.md); the values are opened at dispatch. */
+  @Property({ type: ArrayType, default: '{}' })
+  secrets: Opt<string[]> = [];
+
   @Property({ type: 'text' })
   ownerType!: OwnerType;
 

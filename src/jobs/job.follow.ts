@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
+import type { Owner } from '../common/principal';
 import type { DeploymentService } from './deployment.service';
 import {
   ExecutorUnavailableError,
@@ -13,6 +14,7 @@ import {
   type LogStream,
 } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
+import { lineRedactions, secretRedactor, type SecretValue } from '../secrets/secret.redact';
 import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
 import type { Job, JobOutput } from './job.entity';
 import { stageInputs, storeOutputs, workDirOf } from './job.files';
@@ -41,6 +43,11 @@ export interface FollowContext {
   publish(job: Job, lines: LogLine[]): Promise<void>;
   /** How long a submission or a cancel is tried again while the cluster is unreachable. */
   clusterRetrySeconds: number;
+  /**
+   * The owner's secrets of these names, opened (SecretService.open): only here, in the worker,
+   * at dispatch. Absent: jobs get no secrets (a model that names some cannot run).
+   */
+  openSecrets?(owner: Owner, names: readonly string[]): Promise<SecretValue[]>;
   /** Records why a job waits; written in batches. */
   notePending(jobId: string, reason: string | null): void;
   /**
@@ -104,6 +111,9 @@ export class JobFollow implements JobObserver {
   /** Submissions and cancels, while the cluster cannot be reached. */
   private readonly retry: UnavailableRetry;
   private canceling = false;
+  /** The job's secrets in clear (memory only), and what its output is redacted with. */
+  private secrets: SecretValue[] = [];
+  private redact = (line: string) => line;
 
   constructor(
     private readonly ctx: FollowContext,
@@ -138,7 +148,8 @@ export class JobFollow implements JobObserver {
   }
 
   line(stream: LogStream, line: string, earlier?: boolean): void {
-    if (!this.released) this.log.line(stream, line, earlier);
+    // Redacted before anything keeps or sends it: the tail, the result, events, webhooks.
+    if (!this.released) this.log.line(stream, this.redact(line), earlier);
   }
 
   ended(exit: JobExit): void {
@@ -183,6 +194,7 @@ export class JobFollow implements JobObserver {
     try {
       // Synchronous on purpose: a few tiny syscalls, where the thread pool added milliseconds.
       mkdirSync(this.outputDir, { recursive: true });
+      await this.openSecrets(true);
       await stageInputs(this.ctx.media, this.job, this.workDir);
       if (executor.detached) writeFileSync(path.join(this.workDir, SUBMITTED_MARK), '');
       // The cluster cannot be reached: the job waits `starting`, saying why, and is submitted
@@ -219,6 +231,13 @@ export class JobFollow implements JobObserver {
       return;
     }
     try {
+      // For its output's redaction (its files were written at its submission).
+      await this.openSecrets(false).catch((err) =>
+        this.ctx.log.warn(
+          { err, jobId: this.job.id },
+          "a job's secrets could not be opened to redact its output",
+        ),
+      );
       const externalId = await this.ctx.executor.adopt(this.spec(), this.job.externalId, this);
       if (externalId) await this.submitted(externalId);
     } catch (err) {
@@ -380,6 +399,24 @@ export class JobFollow implements JobObserver {
       .finally(() => (this.canceling = false));
   }
 
+  /**
+   * Opens the secrets the job's model version names, from the owner's secrets as they are now.
+   * `required`: one the owner has deleted since the job was made fails the job, naming it.
+   */
+  private async openSecrets(required: boolean): Promise<void> {
+    const names = this.job.secrets;
+    if (!names.length) return;
+    if (!this.ctx.openSecrets) throw new Error('this worker cannot open secrets');
+    this.secrets = await this.ctx.openSecrets({ type: this.job.ownerType, id: this.job.ownerId }, names);
+    this.redact = secretRedactor(lineRedactions(this.secrets));
+    const have = new Set(this.secrets.map((v) => v.name));
+    const gone = names.filter((n) => !have.has(n));
+    if (required && gone.length)
+      throw new Error(
+        `the secret${gone.length > 1 ? 's' : ''} ${gone.join(', ')} no longer exist${gone.length > 1 ? '' : 's'}; set it and run the job again`,
+      );
+  }
+
   private spec(): JobSpec {
     const { job } = this;
     return {
@@ -387,6 +424,7 @@ export class JobFollow implements JobObserver {
       owner: { type: job.ownerType, id: job.ownerId },
       argv: job.argv,
       env: {},
+      secrets: this.secrets,
       container: job.container,
       machineType: job.machineType,
       machineCount: job.machineCount,

@@ -10,6 +10,7 @@ import { boundedPool } from '../db/pg-bounds';
 import type { DeploymentService } from './deployment.service';
 import type { Executor } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
+import type { SecretService } from '../secrets/secret.service';
 import type { JobReservation, LocalClaims, LocalWorker } from './job.claim';
 import type { JobEvents } from './job.events';
 import type { Job } from './job.entity';
@@ -92,6 +93,8 @@ export class JobRunner implements LocalWorker {
     private readonly events: JobEvents,
     private readonly log: Logger,
     private readonly opts: JobRunnerOptions,
+    /** Opens the owner's secrets a job gets, at its dispatch (SecretService). */
+    secrets: Pick<SecretService, 'open'> | null = null,
   ) {
     this.context = {
       workerId: this.instanceId,
@@ -102,6 +105,7 @@ export class JobRunner implements LocalWorker {
       executor,
       log,
       publish: (job, lines) => jobs.publishLines(job, lines),
+      openSecrets: secrets ? (owner, names) => secrets.open(owner, names) : undefined,
       clusterRetrySeconds: opts.clusterRetrySeconds ?? 3600,
       notePending: (jobId, reason) => this.pendingNotes.set(jobId, reason),
       untilAvailable: (step) => this.untilAvailable(step),

@@ -8,7 +8,7 @@ import { DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
 
 /** What fixes what a job runs: copied as they are into a retry. */
 const COPIED =
-  'deployment_id, model_id, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
+  'deployment_id, model_id, model_version_id, secrets, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
   'machine_count, timeout_seconds, max_retries';
 
 /**

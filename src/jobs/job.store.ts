@@ -89,10 +89,11 @@ export class JobStore {
       {
         name: 'j',
         sql: sql`
-         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
+         insert into jobs (id, deployment_id, model_id, model_version_id, secrets, owner_type, owner_id, status, worker_id, executor, argv, inputs,
                            container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
                            log_tail, created_at, updated_at)
-         select ${job.id}, d.id, ${job.modelId}, ${job.ownerType}, ${job.ownerId},
+         select ${job.id}, d.id, ${job.modelId}, ${job.modelVersionId}, ${`{${job.secrets.join(',')}}`}::text[],
+                ${job.ownerType}, ${job.ownerId},
                 case when w.id is null then 'queued' else 'starting' end, w.id, ${job.executor},
                 ${JSON.stringify(job.argv)}::jsonb, ${JSON.stringify(job.inputs)}::jsonb, ${job.container},
                 ${job.machineType}, ${job.machineCount}, ${job.timeoutSeconds}, ${job.maxRetries},

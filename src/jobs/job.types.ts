@@ -68,6 +68,15 @@ export class JobType {
   @Field(() => ID)
   modelId!: string;
 
+  @Field(() => ID, {
+    nullable: true,
+    description: 'The model version it runs (null only for jobs made before versions existed).',
+  })
+  modelVersionId!: string | null;
+
+  @Field(() => [String], { description: "The names of the owner's secrets it gets; never their values." })
+  secrets!: string[];
+
   @Field(() => JobStatusEnum)
   status!: JobStatusEnum;
 
@@ -163,6 +172,8 @@ export class JobType {
         id: job.id,
         deploymentId: job.deployment.id,
         modelId: job.modelId,
+        modelVersionId: job.modelVersionId,
+        secrets: job.secrets,
         status: status as JobStatusEnum,
         executor: job.executor,
         externalId: job.externalId,

@@ -305,6 +305,29 @@ export class ModelService {
     return version;
   }
 
+  /**
+   * What a deployment runs: the model the principal sees (else 404) and its version `versionId`,
+   * or its latest without one. A version of another model (or no version id at all) is 400.
+   */
+  async runnable(
+    principal: Principal,
+    modelId: string,
+    versionId?: string | null,
+  ): Promise<{ model: Model; version: ModelVersion }> {
+    const model = await this.get(principal, modelId);
+    const pinned = versionId !== undefined && versionId !== null;
+    const version = pinned
+      ? isUuid(versionId)
+        ? await this.orm.em.fork().findOne(ModelVersion, { id: versionId.toLowerCase(), modelId: model.id })
+        : null
+      : (await this.latestVersions([model.id]))[0];
+    if (!version)
+      throw pinned
+        ? AppError.validation({ versionId: 'is not a version of this model' })
+        : new AppError('CONFLICT', 'this model has no version to run');
+    return { model, version };
+  }
+
   /** The latest version of each model (a DataLoader batch); null where a model has none. */
   async latestVersions(modelIds: readonly string[]): Promise<(ModelVersion | null)[]> {
     const rows = await this.orm.em

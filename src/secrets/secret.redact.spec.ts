@@ -1,4 +1,4 @@
-import { redactSecrets } from './secret.redact';
+import { lineRedactions, redactSecrets, secretRedactor } from './secret.redact';
 
 describe('redactSecrets', () => {
   it('replaces every occurrence of every value by the secret name', () => {
@@ -42,5 +42,22 @@ describe('redactSecrets', () => {
   it('leaves text without secrets as it is', () => {
     expect(redactSecrets('plain', [])).toBe('plain');
     expect(redactSecrets('', [{ name: 'A', value: 'x' }])).toBe('');
+  });
+});
+
+describe('lineRedactions', () => {
+  it('adds each line of a multi-line value, so a value printed across lines is redacted line by line', () => {
+    const key = { name: 'KEY', value: '-----BEGIN-----\nAAAABBBBCCCC\nDDDDEEEE\nx\n-----END-----' };
+    const redact = secretRedactor(lineRedactions([key, { name: 'TOKEN', value: 'tok_123' }]));
+    const printed = `${key.value}\nTOKEN=tok_123`.split('\n').map(redact);
+    expect(printed).toEqual([
+      '[secret KEY]',
+      '[secret KEY]',
+      '[secret KEY]',
+      'x', // shorter than 4 characters: not redacted alone
+      '[secret KEY]',
+      'TOKEN=[secret TOKEN]',
+    ]);
+    expect(redact(key.value)).toBe('[secret KEY]');
   });
 });

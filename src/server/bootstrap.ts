@@ -177,6 +177,7 @@ export async function startRuntime(
           clusterRetrySeconds: config.clusterRetrySeconds,
           jobsDir: config.jobsDir,
         },
+        services.secrets,
       );
       await runner.start();
       tasks = new TaskRunner(workerTasks(config, orm, app.schema, services, log), log, {

@@ -144,6 +144,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
         })
       : null,
     lifecycle,
+    secrets,
   );
   const live = new JobLive(events, jobs);
   const billing = new BillingService(orm, config.prices);

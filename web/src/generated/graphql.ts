@@ -18,6 +18,8 @@ export type CreateDeploymentInput = {
   cancelAfter?: string | null | undefined;
   modelId: string | number;
   name: string;
+  /** The model's version to run (400 for another model's); default: its latest. */
+  versionId?: string | number | null | undefined;
   /** An https URL to POST its jobs to as events happen, signed (docs/webhooks.md). */
   webhook?: string | null | undefined;
   /** Default: COMPLETED only. */
@@ -113,6 +115,26 @@ export type RevokeApiKeyMutationVariables = Exact<{
 
 
 export type RevokeApiKeyMutation = { revokeApiKey: { id: string, name: string, teamId: string | null, role: string | null, createdByUsername: string | null, createdAt: string, lastUsedAt: string | null, revokedAt: string | null } };
+
+export type SecretsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type SecretsQuery = { secrets: Array<{ name: string, createdAt: string, updatedAt: string }> };
+
+export type SetSecretMutationVariables = Exact<{
+  name: string;
+  value: string;
+}>;
+
+
+export type SetSecretMutation = { setSecret: { name: string, createdAt: string, updatedAt: string } };
+
+export type DeleteSecretMutationVariables = Exact<{
+  name: string;
+}>;
+
+
+export type DeleteSecretMutation = { deleteSecret: string };
 
 export type JobRowFragment = { id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null };
 
@@ -244,6 +266,23 @@ export type UnfollowModelMutationVariables = Exact<{
 
 
 export type UnfollowModelMutation = { unfollowModel: { id: string, name: string, description: string | null, tags: Array<string>, version: string, builtin: boolean, likeCount: number, followCount: number, runCount: number, viewerLikes: boolean, viewerFollows: boolean } };
+
+export type ModelVersionRowFragment = { id: string, sequence: number, container: string, command: string, machineType: string, machineCount: number, timeoutSeconds: number, secrets: Array<string>, createdAt: string, args: Array<{ name: string, type: string, format: string, optional: boolean, min: number | null, max: number | null, choices: Array<string> | null }> };
+
+export type ModelProductQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type ModelProductQuery = { model: { id: string, visibility: string, sharedWith: Array<string> | null, secrets: Array<string>, viewerCanEdit: boolean, versions: { nodes: Array<{ id: string, sequence: number, container: string, command: string, machineType: string, machineCount: number, timeoutSeconds: number, secrets: Array<string>, createdAt: string, args: Array<{ name: string, type: string, format: string, optional: boolean, min: number | null, max: number | null, choices: Array<string> | null }> }> } } };
+
+export type SetModelVisibilityMutationVariables = Exact<{
+  id: string | number;
+  visibility: string;
+}>;
+
+
+export type SetModelVisibilityMutation = { updateModel: { id: string, visibility: string } };
 
 export type MemberRowFragment = { userId: string, username: string, email: string | null, name: string | null, role: TeamRole, joinedAt: string };
 
@@ -454,6 +493,28 @@ export const ModelCardFragmentDoc = new TypedDocumentString(`
   viewerFollows
 }
     `, {"fragmentName":"ModelCard"}) as unknown as TypedDocumentString<ModelCardFragment, unknown>;
+export const ModelVersionRowFragmentDoc = new TypedDocumentString(`
+    fragment ModelVersionRow on ModelVersion {
+  id
+  sequence
+  container
+  command
+  machineType
+  machineCount
+  timeoutSeconds
+  secrets
+  createdAt
+  args {
+    name
+    type
+    format
+    optional
+    min
+    max
+    choices
+  }
+}
+    `, {"fragmentName":"ModelVersionRow"}) as unknown as TypedDocumentString<ModelVersionRowFragment, unknown>;
 export const MemberRowFragmentDoc = new TypedDocumentString(`
     fragment MemberRow on TeamMember {
   userId
@@ -561,6 +622,29 @@ export const RevokeApiKeyDocument = new TypedDocumentString(`
   lastUsedAt
   revokedAt
 }`) as unknown as TypedDocumentString<RevokeApiKeyMutation, RevokeApiKeyMutationVariables>;
+export const SecretsDocument = new TypedDocumentString(`
+    query Secrets {
+  secrets {
+    name
+    createdAt
+    updatedAt
+  }
+}
+    `) as unknown as TypedDocumentString<SecretsQuery, SecretsQueryVariables>;
+export const SetSecretDocument = new TypedDocumentString(`
+    mutation SetSecret($name: String!, $value: String!) {
+  setSecret(name: $name, value: $value) {
+    name
+    createdAt
+    updatedAt
+  }
+}
+    `) as unknown as TypedDocumentString<SetSecretMutation, SetSecretMutationVariables>;
+export const DeleteSecretDocument = new TypedDocumentString(`
+    mutation DeleteSecret($name: String!) {
+  deleteSecret(name: $name)
+}
+    `) as unknown as TypedDocumentString<DeleteSecretMutation, DeleteSecretMutationVariables>;
 export const JobListDocument = new TypedDocumentString(`
     query JobList($first: Int, $after: String) {
   jobs(first: $first, after: $after) {
@@ -920,6 +1004,49 @@ export const UnfollowModelDocument = new TypedDocumentString(`
   viewerLikes
   viewerFollows
 }`) as unknown as TypedDocumentString<UnfollowModelMutation, UnfollowModelMutationVariables>;
+export const ModelProductDocument = new TypedDocumentString(`
+    query ModelProduct($id: ID!) {
+  model(id: $id) {
+    id
+    visibility
+    sharedWith
+    secrets
+    viewerCanEdit
+    versions(first: 20) {
+      nodes {
+        ...ModelVersionRow
+      }
+    }
+  }
+}
+    fragment ModelVersionRow on ModelVersion {
+  id
+  sequence
+  container
+  command
+  machineType
+  machineCount
+  timeoutSeconds
+  secrets
+  createdAt
+  args {
+    name
+    type
+    format
+    optional
+    min
+    max
+    choices
+  }
+}`) as unknown as TypedDocumentString<ModelProductQuery, ModelProductQueryVariables>;
+export const SetModelVisibilityDocument = new TypedDocumentString(`
+    mutation SetModelVisibility($id: ID!, $visibility: String!) {
+  updateModel(id: $id, input: {visibility: $visibility}) {
+    id
+    visibility
+  }
+}
+    `) as unknown as TypedDocumentString<SetModelVisibilityMutation, SetModelVisibilityMutationVariables>;
 export const TeamPageDocument = new TypedDocumentString(`
     query TeamPage($id: ID!) {
   me {

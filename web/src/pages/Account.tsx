@@ -11,6 +11,7 @@ import {
 } from '../generated/graphql';
 import { Link } from '../router';
 import { ErrorNote, when } from '../ui/common';
+import { SecretsPanel } from '../ui/Secrets';
 import { ActingAs } from '../ui/WhoAmI';
 
 type Team = ViewerQuery['teams']['nodes'][number];
@@ -33,6 +34,7 @@ export function AccountPage({ viewer, onTeamsChanged }: { viewer: ViewerQuery; o
       <ActingAs teams={teams} />
       <Teams teams={teams} onCreated={onTeamsChanged} />
       <ApiKeys team={team} />
+      <SecretsPanel scope={null} title="Your secrets" mayManage />
     </section>
   );
 }

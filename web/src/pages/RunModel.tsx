@@ -10,6 +10,7 @@ import {
 } from '../generated/graphql';
 import { Link, navigate } from '../router';
 import { ErrorNote, Loading } from '../ui/common';
+import { ModelProduct } from './ModelProduct';
 
 type Arg = ModelRunFormQuery['model']['args'][number];
 
@@ -38,6 +39,8 @@ export function RunModelPage({ id }: { id: string }) {
   const [problems, setProblems] = useState<Record<string, string>>({});
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  // The version a run pins; null runs the latest.
+  const [versionId, setVersionId] = useState<string | null>(null);
 
   useEffect(() => {
     (async () => {
@@ -68,7 +71,7 @@ export function RunModelPage({ id }: { id: string }) {
         if (v !== undefined) args[arg.name] = v;
       }
       const { createDeployment } = await gql(RunDeploymentDocument, {
-        input: { name, modelId: model.id, args },
+        input: { name, modelId: model.id, versionId, args },
       });
       navigate(`/jobs/${createDeployment.job.id}`);
     } catch (err) {
@@ -91,6 +94,7 @@ export function RunModelPage({ id }: { id: string }) {
       </p>
       <h1 id="run-title">Run {model.name}</h1>
       {model.description ? <p>{model.description}</p> : null}
+      <ModelProduct id={model.id} pinned={versionId} onPin={setVersionId} />
       <form className="run-form" onSubmit={submit} noValidate>
         <Field id="deployment-name" label="Run name" problem={problems.name}>
           <input id="deployment-name" value={name} onChange={(e) => setName(e.target.value)} required />
@@ -107,6 +111,8 @@ export function RunModelPage({ id }: { id: string }) {
           />
         ))}
         {problems.args ? <p className="field-problem">{problems.args}</p> : null}
+        {problems.versionId ? <p className="field-problem">Version: {problems.versionId}</p> : null}
+        {problems.secrets ? <p className="field-problem">Secrets: {problems.secrets}</p> : null}
         <ErrorNote>{error}</ErrorNote>
         <button type="submit" className="primary" disabled={busy}>
           {busy ? 'Starting…' : 'Run'}

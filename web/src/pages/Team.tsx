@@ -17,6 +17,7 @@ import {
 } from '../generated/graphql';
 import { navigate } from '../router';
 import { ErrorNote, Loading, when } from '../ui/common';
+import { SecretsPanel } from '../ui/Secrets';
 
 /** Team management acts as the signed-in person (their role in the team applies), not as the team. */
 const AS_USER = { scope: null };
@@ -55,6 +56,8 @@ export function TeamPage({ id }: { id: string }) {
       <ErrorNote>{error}</ErrorNote>
       <Members team={team} me={data.me.id} onChanged={load} onError={setError} />
       {manages ? <Invites team={team} onChanged={changed} /> : null}
+      {/* Acting for the team: every member reads the names, its admins and owners set them. */}
+      <SecretsPanel scope={team.id} title="Team secrets" mayManage={manages} />
       {manages ? <AuditLog team={team} changes={changes} /> : null}
     </section>
   );
