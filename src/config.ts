@@ -155,6 +155,10 @@ export interface Config {
   rateLimitPerMinute: number;
   rateLimitUploadsPerMinute: number;
   rateLimitDeploymentsPerMinute: number;
+  /** Items one batch may have (BATCH_MAX_ITEMS; docs/batches.md). */
+  batchMaxItems: number;
+  /** Jobs an owner may have queued before a batch is refused with 429 (MAX_QUEUED_JOBS). */
+  maxQueuedJobs: number;
 }
 
 export interface KubernetesConfig {
@@ -581,6 +585,8 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     rateLimitPerMinute: p.int('RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
     rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
+    batchMaxItems: p.int('BATCH_MAX_ITEMS', 10_000, 1, 1_000_000),
+    maxQueuedJobs: p.int('MAX_QUEUED_JOBS', 100_000, 1, 100_000_000),
   };
   // Job pods mount their directory from the claim that holds JOBS_DIR.
   if (executor === 'kubernetes' && !config.kubernetes.jobsPvc && p.raw('KUBERNETES_JOBS_PVC') === undefined)

@@ -82,6 +82,12 @@ export interface Executor {
    */
   submit(spec: JobSpec, observer: JobObserver, retry?: boolean): Promise<string>;
   /**
+   * Optional: submits several jobs at once (a batch's chunk; a Slurm job array), each followed by
+   * its observer as `submit` follows one. Answers the external ids in the order of `specs`.
+   * Without it, a batch's jobs are submitted one by one (docs/batches.md, "Executors").
+   */
+  submitMany?(specs: readonly JobSpec[], observers: readonly JobObserver[], retry?: boolean): Promise<string[]>;
+  /**
    * Follows a job submitted earlier, by this or another process, from where it is now: its
    * state, its log (lines printed so far come `earlier`), its end. Without `externalId` the job
    * is found by the job id it carries. Answers its external id, or null when the executor does

@@ -1,6 +1,6 @@
 import { raw, sql, type Cte, type Sql } from '../db/sql';
 import { CHANNELS } from '../events/event-bus';
-import { DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
+import { BATCH_PRIORITY, DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
 
 // The fragments the job store composes its statements of. Private to the store (job.store.ts,
 // job.creation.ts): no other module writes jobs' SQL; what others add comes as statement parts
@@ -8,7 +8,7 @@ import { DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
 
 /** What fixes what a job runs: copied as they are into a retry. */
 const COPIED =
-  'deployment_id, model_id, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
+  'deployment_id, batch_id, model_id, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
   'machine_count, timeout_seconds, max_retries';
 
 /**
@@ -45,7 +45,8 @@ export function queuedCopyCtes(p: string, source: string): Cte[] {
     {
       name: `${p}_go`,
       sql: sql`
-      select graphile_worker.add_job('${raw(DISPATCH_TASK)}', json_build_object('jobId', j.id::text), max_attempts => 5),
+      select graphile_worker.add_job('${raw(DISPATCH_TASK)}', json_build_object('jobId', j.id::text), max_attempts => 5,
+          priority => case when j.batch_id is null then 0 else ${raw(String(BATCH_PRIORITY))} end),
         ${deadlineTaskSql('j')},
         pg_notify('${raw(CHANNELS.jobs)}', ${jobEventSql('j', 't.seq', 'null::text')})
       from ${raw(`${p}_job`)} j join ${raw(`${p}_tr`)} t on t.job_id = j.id`,
