@@ -52,7 +52,7 @@ export class BatchResolver {
     @Arg('after', () => String, { nullable: true }) after?: string,
   ) {
     const page = await this.service.jobsOf(principal, id, status as JobStatus | undefined, { first, after });
-    return toConnection(page, this.jobView, encodeCursor);
+    return toConnection(page, (j) => this.jobView(j), encodeCursor);
   }
 
   @Mutation(() => BatchType, { description: 'Cancels every job of the batch that has not ended.' })
