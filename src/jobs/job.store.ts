@@ -325,8 +325,7 @@ export class JobStore {
     const wired = this.parts.created.map((part) => part({ jobs: 'j' }));
     const own = [...n.parts, ...this.acted(n.acting, { from: 'batch_row' })];
     const items = JSON.stringify(
-      n.items.map((i, k) => ({
-        n: k,
+      n.items.map((i) => ({
         d_id: i.deploymentId,
         job_id: i.jobId,
         name: i.name,
@@ -341,7 +340,7 @@ export class JobStore {
       {
         name: 'items',
         sql: sql`select * from jsonb_to_recordset(${items}::jsonb)
-                   as x(n int, d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
+                   as x(d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
       },
       ...ctesOf(own),
       {
@@ -375,7 +374,7 @@ export class JobStore {
       ctes,
       sql`select (select created_at from batch_row) as created_at, (select count(*) from q) as tasks,
               (select count(*) from (select pg_notify(${CHANNELS.jobs}, ${jobEventSql('j_seq', 'j_seq.seq', 'null::text')})
-                                     from j_seq) e) as events, (select count(*) from j_tr) as transitions
+                                     from j_seq) e) as events
               ${readsOf([...own, ...wired])}`,
     ).compile();
     const [row] = await queryRows(this.orm.em, statement.text, statement.params, true);
@@ -417,7 +416,7 @@ export class JobStore {
       ctes,
       sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))}, upd_seq.from_status,
               pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')})
-              ${readsOf(parts)}, (select count(*) from upd_tr) as transitions
+              ${readsOf(parts)}
        from upd_seq`,
     ).compile();
     // (The batch's row and the caller's record are data-modifying: they run with no job moved.)
@@ -475,8 +474,7 @@ export class JobStore {
         ...transitionCtes('upd', 'from_status'),
       ],
       sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))},
-              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')}),
-              (select count(*) from upd_tr) as transitions
+              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')})
        from upd_seq order by upd_seq.created_at, upd_seq.id`,
     ).compile();
     const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
