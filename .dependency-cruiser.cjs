@@ -23,6 +23,7 @@ const LAYERS = [
   ['src/telephony'],
   ['src/billing'],
   ['src/tasks'],
+  ['src/batches'],
   ['src/webhooks'],
   ['src/jobs'],
   ['src/media'],

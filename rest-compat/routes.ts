@@ -1,6 +1,7 @@
 import type { RestRoute } from './route';
 import { authRoutes } from './routes/auth.routes';
 import { jobRoutes } from './routes/jobs.routes';
+import { batchRoutes } from './routes/batches.routes';
 import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
@@ -20,6 +21,7 @@ export const restRoutes: RestRoute[] = [
   ...secretRoutes,
   ...telephonyRoutes,
   ...jobRoutes,
+  ...batchRoutes,
   ...billingRoutes,
   ...webhookRoutes,
 ];

@@ -35,12 +35,12 @@ import {
   uuid,
 } from '../../src/http/openapi/json-schema';
 
-const STATUSES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled'];
+export const STATUSES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled'];
 
 /** An argument value: a number, a string, or a media id for a file argument. */
-const argValue = { type: ['string', 'number'] };
+export const argValue = { type: ['string', 'number'] };
 
-const jobSchema = object({
+export const jobSchema = object({
   id: uuid,
   deployment_id: uuid,
   model_id: uuid,
@@ -167,7 +167,7 @@ export function preferredWait(req: Request): number | undefined {
 }
 
 /** `webhook_events_filter` as the GraphQL enum; named in VALIDATION_FAILED as GraphQL names it. */
-function webhookEvents(value: unknown): WebhookEvent[] | undefined {
+export function webhookEvents(value: unknown): WebhookEvent[] | undefined {
   if (value === undefined || value === null) return undefined;
   const events: readonly unknown[] = WEBHOOK_EVENTS;
   if (!Array.isArray(value) || value.some((e) => !events.includes(e)))

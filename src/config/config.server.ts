@@ -43,6 +43,10 @@ export interface ServerConfig {
   rateLimitPerMinute: number;
   rateLimitUploadsPerMinute: number;
   rateLimitDeploymentsPerMinute: number;
+  /** Items one batch may have (BATCH_MAX_ITEMS; docs/batches.md). */
+  batchMaxItems: number;
+  /** Jobs an owner may have queued before a batch is refused with 429 (MAX_QUEUED_JOBS). */
+  maxQueuedJobs: number;
 }
 
 export function serverConfig(p: Parser): ServerConfig {
@@ -93,5 +97,7 @@ export function serverConfig(p: Parser): ServerConfig {
     rateLimitPerMinute: p.int('RATE_LIMIT_PER_MINUTE', 600, 0, 1_000_000),
     rateLimitUploadsPerMinute: p.int('RATE_LIMIT_UPLOADS_PER_MINUTE', 60, 0, 1_000_000),
     rateLimitDeploymentsPerMinute: p.int('RATE_LIMIT_DEPLOYMENTS_PER_MINUTE', 60, 0, 1_000_000),
+    batchMaxItems: p.int('BATCH_MAX_ITEMS', 10_000, 1, 1_000_000),
+    maxQueuedJobs: p.int('MAX_QUEUED_JOBS', 100_000, 1, 100_000_000),
   };
 }

@@ -94,8 +94,9 @@ export interface Executor {
    */
   submit(spec: JobSpec, observer: JobObserver, retry?: boolean): Promise<string>;
   /**
-   * Submits several jobs as one unit, answers their external ids in spec order, then follows each
-   * and reports to its observer exactly as submit does.
+   * Optional: submits several jobs at once (a batch's chunk; a Slurm job array), each followed by
+   * its observer as `submit` follows one. Answers the external ids in the order of `specs`.
+   * Without it, a batch's jobs are submitted one by one (docs/batches.md, "Executors").
    */
   submitMany?(
     specs: readonly JobSpec[],

@@ -25,7 +25,7 @@ import { Job, type JobInput } from './job.entity';
 import type { LocalClaims } from './job.claim';
 import type { JobLifecycle } from './job.lifecycle';
 import type { JobQueries } from './job.queries';
-import type { JobStore } from './job.store';
+import type { JobStore, NewItems } from './job.store';
 import { isTerminal } from './job.states';
 import { MAX_WAIT_SECONDS, type JobWaiter } from './job.wait';
 import type { WebhookEvent } from './job.webhook-events';
@@ -263,6 +263,92 @@ export class DeploymentService {
       maxRetries: model.maxRetries,
     });
     return { deployment, job, cancelAfter };
+  }
+
+  /**
+   * A batch's items (docs/batches.md): each item's arguments (merged over `common`) checked
+   * against the model like a deployment's, every problem named by item (`items[3].image`), the
+   * media they name read in one query, each command built; nothing written. Answers the
+   * model's settings the jobs copy and the items, for JobStore.createItems.
+   */
+  async prepareItems(
+    principal: Principal,
+    modelId: string,
+    versionId: string | null,
+    common: Record<string, unknown>,
+    items: readonly Record<string, unknown>[],
+    name: string,
+    /** The file argument the media of the selection go to, checked to be one. */
+    fileArg: string | null,
+  ): Promise<Omit<NewItems, 'batchId' | 'parts' | 'acting'>> {
+    // What runs is the version's (pinned, or the latest), as for a single deployment.
+    const { model, version } = await this.models.runnable(principal, modelId, versionId);
+    this.assertMachineType(version.machineType);
+    await this.assertRunnable(model);
+    await this.assertSecrets(ownerOf(principal), version.secrets);
+    if (fileArg !== null && !version.args.some((a) => a.name === fileArg && a.type === 'file'))
+      throw AppError.validation({ 'inputs.arg': `is not a file argument of this model` });
+    const problems: Record<string, string> = {};
+    const checked = items.map((item, k) => {
+      try {
+        return checkArgs(version.args, { ...common, ...item });
+      } catch (err) {
+        if (!(err instanceof AppError) || !err.details) throw err;
+        for (const [key, problem] of Object.entries(err.details))
+          problems[`items[${k}].${key.replace(/^args\.?/, '') || 'args'}`] = String(problem);
+        return null;
+      }
+    });
+    const assets = await this.media.ownedLive(
+      principal,
+      checked.flatMap((c) => c?.files.map((f) => f.mediaId) ?? []),
+    );
+    checked.forEach((c, k) => {
+      for (const f of c?.files ?? [])
+        if (!assets.has(f.mediaId)) problems[`items[${k}].${f.name}`] = 'is not a media asset of yours';
+    });
+    if (Object.keys(problems).length) throw AppError.validation(problems);
+    const pathOf = (id: string) => {
+      const a = assets.get(id)!;
+      return (
+        (this.config.executor === 'local' ? this.media.localPathOf(a) : null) ??
+        path.join('inputs', storageKey(a))
+      );
+    };
+    const owner = ownerOf(principal);
+    return {
+      owner,
+      modelId: model.id,
+      modelVersionId: version.id,
+      secrets: version.secrets,
+      executor: this.config.executor,
+      container: version.container,
+      machineType: version.machineType,
+      machineCount: version.machineCount,
+      timeoutSeconds: version.timeoutSeconds,
+      maxRetries: model.maxRetries,
+      items: checked.map((c, k) => {
+        const { values, files } = c!;
+        let argv: string[];
+        try {
+          argv = buildArgv(version.command, version.args, values, pathOf);
+        } catch (err) {
+          throw new AppError('VALIDATION_FAILED', `this model cannot run: ${(err as Error).message}`, {
+            [`items[${k}]`]: (err as Error).message,
+          });
+        }
+        return {
+          deploymentId: randomUUID(),
+          jobId: randomUUID(),
+          name,
+          args: values,
+          sourceAssetId: files[0]?.mediaId ?? null,
+          targetAssetId: randomUUID(),
+          argv,
+          inputs: [...new Set(files.map((f) => f.mediaId))].map((id) => ({ mediaId: id, path: pathOf(id) })),
+        };
+      }),
+    };
   }
 
   /**

@@ -38,6 +38,8 @@ export interface JobInput {
   name: 'jobs_billing_long_index',
   expression: `create index "jobs_billing_long_index" on "jobs" ("owner_type", "owner_id", "started_at") include ("finished_at", "machine_type", "machine_count", "model_id") where "started_at" is not null and ("finished_at" is null or "finished_at" - "started_at" >= interval '1 day')`,
 })
+// A batch's counts by state (a GROUP BY over this index) and its jobs by state, newest first.
+@Index({ name: 'jobs_batch_status_index', properties: ['batch', 'status', 'createdAt', 'id'] })
 // The queue's depth and oldest age (metrics) without reading ended jobs.
 @Index({
   name: 'jobs_queued_index',
@@ -128,6 +130,13 @@ export class Job {
   /** The job this one retries, manually or automatically. */
   @Property({ type: 'uuid', nullable: true })
   retryOf: string | null = null;
+
+  /**
+   * The batch it is an item of (src/batches), or null. By the entity's name: the batches module
+   * sits above this one and is not imported here.
+   */
+  @ManyToOne({ entity: 'Batch', nullable: true, mapToPk: true, deleteRule: 'cascade' })
+  batch: string | null = null;
 
   /** Set when it failed because of the infrastructure, not the program (`JobExit.infrastructure`). */
   @Property({ type: 'boolean', default: false })

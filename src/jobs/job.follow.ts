@@ -21,6 +21,7 @@ import { stageInputs, storeOutputs, workDirOf } from './job.files';
 import { JobLog, type LogLine } from './job.log';
 import type { JobService } from './job.service';
 import { isTerminal, type JobStatus } from './job.states';
+import type { SubmitFn } from './job.submit-group';
 import { UnavailableRetry } from './job.unavailable';
 
 /**
@@ -119,6 +120,9 @@ export class JobFollow implements JobObserver {
     private readonly ctx: FollowContext,
     private readonly job: Job,
     adopting: boolean,
+    /** How it is submitted: by default on its own (`executor.submit`); a batch's chunk together. */
+    private readonly submitVia: SubmitFn = (spec, observer, retry) =>
+      ctx.executor.submit(spec, observer, retry),
   ) {
     this.externalId = job.externalId;
     this.retry = new UnavailableRetry(ctx.clusterRetrySeconds);
@@ -204,7 +208,7 @@ export class JobFollow implements JobObserver {
         (retry) =>
           retry && this.stopRequested
             ? executor.adopt(this.spec(), null, this)
-            : executor.submit(this.spec(), this, retry),
+            : this.submitVia(this.spec(), this, retry),
         (err, waitMs) => {
           this.ctx.log.warn({ err, jobId: this.job.id, retryInMs: waitMs }, 'the cluster cannot be reached');
           void this.onPending(`${err.message} (trying again)`);

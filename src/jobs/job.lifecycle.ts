@@ -22,6 +22,12 @@ export class JobLifecycle {
     );
   }
 
+  /** Jobs created together (a batch's items, its retries): counted, and told in one line. */
+  createdMany(count: number, about: { batchId: string; modelId: string }): void {
+    this.metrics?.jobsCreated.inc(count);
+    this.log.info({ ...about, jobs: count }, 'jobs created');
+  }
+
   transitioned(job: Job, from: JobStatus | null): void {
     if (job.status === 'running') {
       if (job.queueSeconds !== null) this.metrics?.dispatchLatency.observe(job.queueSeconds);

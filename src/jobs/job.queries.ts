@@ -22,6 +22,8 @@ export interface JobListRead {
 export interface JobListFilter {
   status?: JobStatus | null;
   modelId?: string | null;
+  /** A batch's jobs (its owner checked by the batches module). */
+  batchId?: string | null;
 }
 
 /** The reads of the job lifecycle's aggregate (its writes are in JobStore). */
@@ -40,6 +42,7 @@ export class JobQueries {
     ];
     if (filter.status) conditions.push(['j.status = ?', filter.status]);
     if (filter.modelId) conditions.push(['j.model_id = ?', filter.modelId.toLowerCase()]);
+    if (filter.batchId) conditions.push(['j.batch_id = ?', filter.batchId]);
     // Plain rows in one statement: hydrating 50 jobs through the ORM cost more than the query,
     // and the deployment and model a query asks for come in the same statement. Only the
     // columns asked for are read: decoding unused ones (a model's arguments) was most of the cost.

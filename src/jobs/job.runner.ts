@@ -15,7 +15,8 @@ import type { JobReservation, LocalClaims, LocalWorker } from './job.claim';
 import type { JobEvents } from './job.events';
 import type { Job } from './job.entity';
 import { JobFollow, type FollowContext } from './job.follow';
-import { DISPATCH_TASK } from './job.queue';
+import { BATCH_DISPATCH_TASK, DISPATCH_TASK } from './job.queue';
+import { SubmitGroup, type SubmitFn } from './job.submit-group';
 import type { JobService } from './job.service';
 import type { FollowedRow } from './job.store';
 import { isTerminal } from './job.states';
@@ -44,6 +45,12 @@ export interface JobRunnerOptions {
   clusterRetrySeconds?: number;
   /** JOBS_DIR: where each job's directory is. */
   jobsDir: string;
+}
+
+/** A batch's dispatch task: its jobs, in order (JobStore.createItems). */
+interface BatchChunk {
+  batchId: string;
+  jobIds: string[];
 }
 
 /** Why a dispatch task gives its job back to the queue: graphile-worker retries it later. */
@@ -193,6 +200,7 @@ export class JobRunner implements LocalWorker {
         events,
         taskList: {
           [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
+          [BATCH_DISPATCH_TASK]: async (payload) => this.dispatchChunk(payload as BatchChunk),
         },
       }),
     );
@@ -324,14 +332,47 @@ export class JobRunner implements LocalWorker {
     }
   }
 
+  /**
+   * A batch's chunk (JobStore.createItems). An executor that submits many jobs at once
+   * (`submitMany`: Slurm arrays) gets as many of the chunk's queued jobs as this worker has room
+   * for, claimed in one statement and submitted together; the rest goes back to the queue as a
+   * chunk of its own. Any other executor gets each job on its own, as a single deployment's
+   * (one dispatch task per job, at the batch's lower priority).
+   */
+  private async dispatchChunk(chunk: BatchChunk): Promise<void> {
+    const { executor } = this;
+    if (!executor.submitMany) return this.jobs.dispatchEach(chunk.jobIds);
+    await this.room();
+    if (this.stopping) throw new WorkerStopping('the worker is shutting down; the jobs stay queued');
+    const claimed = await this.jobs.claimQueued(
+      chunk.jobIds,
+      this.instanceId,
+      this.opts.concurrency - this.following.size,
+    );
+    const taken = new Set(claimed.map((j) => j.id));
+    const rest = chunk.jobIds.filter((id) => !taken.has(id));
+    if (rest.length) await this.jobs.requeueChunk(chunk.batchId, rest);
+    const group = new SubmitGroup(
+      (spec, observer, retry) => executor.submit(spec, observer, retry),
+      (specs, observers) => executor.submitMany!(specs, observers),
+      claimed.length,
+    );
+    const follows = claimed.map((job) => {
+      const follow = this.follow(job, false, group.submit);
+      void follow.started.finally(() => group.leave());
+      return follow;
+    });
+    await Promise.all(follows.map((f) => (executor.detached ? f.started : f.done)));
+  }
+
   /** Waits while this worker follows as many jobs as it may. */
   private async room(): Promise<void> {
     while (!this.stopping && this.following.size >= this.opts.concurrency)
       await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
-  private follow(job: Job, adopting: boolean): JobFollow {
-    const follow = new JobFollow(this.context, job, adopting);
+  private follow(job: Job, adopting: boolean, submit?: SubmitFn): JobFollow {
+    const follow = new JobFollow(this.context, job, adopting, submit);
     this.following.set(job.id, follow);
     void follow.done.then(() => {
       if (this.following.get(job.id) === follow) this.following.delete(job.id);

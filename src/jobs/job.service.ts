@@ -138,6 +138,27 @@ export class JobService {
   }
 
   /**
+   * Claims for `workerId` up to `limit` of the jobs `jobIds` still queued, in one statement (a
+   * batch's chunk, submitted together: JobRunner.dispatchChunk).
+   */
+  async claimQueued(jobIds: readonly string[], workerId: string, limit: number): Promise<Job[]> {
+    if (limit <= 0 || !jobIds.length) return [];
+    const claimed = await this.store.claimQueued(jobIds, workerId, limit);
+    for (const job of claimed) this.lifecycle?.transitioned(job, 'queued');
+    return claimed;
+  }
+
+  /** One dispatch task per job of `jobIds` still queued (a chunk for an executor without `submitMany`). */
+  async dispatchEach(jobIds: readonly string[]): Promise<void> {
+    await this.store.dispatchEach(jobIds);
+  }
+
+  /** The jobs of `jobIds` still queued, back to the queue as one chunk of the batch `batchId`. */
+  async requeueChunk(batchId: string, jobIds: readonly string[]): Promise<void> {
+    await this.store.requeueChunk(batchId, jobIds);
+  }
+
+  /**
    * A job and the id of its latest transition (see JobEvent.seq), in one statement: read apart,
    * the two could disagree about a job that moves meanwhile.
    */

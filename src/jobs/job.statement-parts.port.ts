@@ -34,10 +34,10 @@ export interface JobStatementParts {
   ) => StatementPart | null;
 }
 
-/** What a caller did to a deployment or a job (`deployment.created`, `job.canceled`, ...; docs/teams.md). */
+/** What a caller did to a deployment, a job or a batch (`deployment.created`, `job.canceled`, ...; docs/teams.md). */
 export interface JobAction {
   action: string;
-  targetType: 'deployment' | 'job';
+  targetType: 'deployment' | 'job' | 'batch';
   targetId?: string;
   details?: Record<string, unknown>;
 }

@@ -3,8 +3,9 @@ import { prefixedColumns, queryRows, rowReader } from '../db/rows';
 import { ctesOf, raw, readsOf, sql, withCtes, type Cte, type Sql, type StatementPart } from '../db/sql';
 import { CHANNELS } from '../events/event-bus';
 import type { Deployment } from './deployment.entity';
-import { Job, type JobOutput } from './job.entity';
-import { DISPATCH_TASK } from './job.queue';
+import { Job, type JobInput, type JobOutput } from './job.entity';
+import type { OwnerType } from '../common/principal';
+import { BATCH_CHUNK, BATCH_DISPATCH_TASK, BATCH_PRIORITY, DISPATCH_TASK } from './job.queue';
 import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
 import type { Acting, JobStatementParts } from './job.statement-parts.port';
 import { FROM, type JobStatus } from './job.states';
@@ -314,6 +315,191 @@ export class JobStore {
       .execute('update jobs set worker_id = null where id = ? and worker_id = ?', [jobId, workerId]);
   }
 
+  /**
+   * A batch's items in one statement whatever their number (set-based: the items are one JSON
+   * parameter): the batch's row (`n.parts`), the deployments, their queued jobs (`batch_id`
+   * set), their first transitions, the wired parts (a model's run count), the caller's record,
+   * the dispatch tasks (one per BATCH_CHUNK jobs, at BATCH_PRIORITY, added together by
+   * graphile_worker.add_jobs) and each job's `queued` event. Answers the creation time.
+   */
+  async createItems(n: NewItems): Promise<Date> {
+    const wired = this.parts.created.map((part) => part({ jobs: 'j' }));
+    const own = [...n.parts, ...this.acted(n.acting, { from: 'batch_row' })];
+    const items = JSON.stringify(
+      n.items.map((i) => ({
+        d_id: i.deploymentId,
+        job_id: i.jobId,
+        name: i.name,
+        args: i.args,
+        source: i.sourceAssetId,
+        target: i.targetAssetId,
+        argv: i.argv,
+        inputs: i.inputs,
+      })),
+    );
+    const ctes: Cte[] = [
+      {
+        name: 'items',
+        sql: sql`select * from jsonb_to_recordset(${items}::jsonb)
+                   as x(d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
+      },
+      ...ctesOf(own),
+      {
+        name: 'd',
+        sql: sql`
+         insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
+                                  webhook, webhook_events_filter, created_at)
+         select d_id, ${n.owner.type}, ${n.owner.id}, name, ${n.modelId}, args, source, target, null, '{}', now()
+         from items returning id`,
+      },
+      {
+        name: 'j',
+        sql: sql`
+         insert into jobs (id, deployment_id, batch_id, model_id, model_version_id, secrets, owner_type, owner_id, status,
+                           executor, argv, inputs, container, machine_type, machine_count, timeout_seconds, max_retries,
+                           log_tail, created_at, updated_at)
+         select items.job_id, items.d_id, batch_row.id, ${n.modelId}, ${n.modelVersionId}, ${`{${n.secrets.join(',')}}`}::text[],
+                ${n.owner.type}, ${n.owner.id}, 'queued', ${n.executor},
+                items.argv, items.inputs, ${n.container}, ${n.machineType}, ${n.machineCount}, ${n.timeoutSeconds},
+                ${n.maxRetries}, '', now(), now()
+         from items cross join batch_row
+         returning *`,
+      },
+      ...transitionCtes('j', 'null::text'),
+      ...ctesOf(wired),
+      {
+        name: 'q',
+        sql: batchDispatchSql('j'),
+      },
+    ];
+    const statement = withCtes(
+      ctes,
+      sql`select (select created_at from batch_row) as created_at, (select count(*) from q) as tasks,
+              (select count(*) from (select pg_notify(${CHANNELS.jobs}, ${jobEventSql('j_seq', 'j_seq.seq', 'null::text')})
+                                     from j_seq) e) as events
+              ${readsOf([...own, ...wired])}`,
+    ).compile();
+    const [row] = await queryRows(this.orm.em, statement.text, statement.params, true);
+    return new Date(row.created_at as string);
+  }
+
+  /**
+   * Cancels every job of the batch `batchId` that has not ended, in one statement, as a job's
+   * cancel does for one: each moves, is recorded, its event sent (its worker stops it on the
+   * executor) and its webhook messages written; `batchParts` (the batch's own row) and the
+   * caller's record join it. Answers the jobs moved.
+   */
+  async cancelBatch(
+    batchId: string,
+    batchParts: readonly StatementPart[],
+    acting: Acting,
+  ): Promise<{ job: Job; from: JobStatus }[]> {
+    const parts: StatementPart[] = [
+      ...batchParts,
+      this.parts.events({ jobs: 'upd', events: ['completed'] }),
+      ...this.acted(acting, { from: 'batch_row' }),
+    ];
+    const ctes: Cte[] = [
+      {
+        name: 'prev',
+        sql: sql`select id, status from jobs where batch_id = ${batchId}
+                   and status = any(${`{${FROM.canceled.join(',')}}`}::text[]) order by id for update`,
+      },
+      {
+        name: 'upd',
+        sql: sql`update jobs j set status = 'canceled', updated_at = now()${setsFor('canceled', {})}
+                 from prev where j.id = prev.id and prev.status = any(${`{${FROM.canceled.join(',')}}`}::text[])
+                 returning j.*, prev.status as from_status`,
+      },
+      ...transitionCtes('upd', 'from_status'),
+      ...ctesOf(parts),
+    ];
+    const statement = withCtes(
+      ctes,
+      sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))}, upd_seq.from_status,
+              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')})
+              ${readsOf(parts)}
+       from upd_seq`,
+    ).compile();
+    // (The batch's row and the caller's record are data-modifying: they run with no job moved.)
+    const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
+    const read = rowReader(this.orm, Job);
+    return rows.map((r) => ({ job: read(r), from: r.from_status as JobStatus }));
+  }
+
+  /**
+   * Queues a copy of every failed job of the batch `batchId` that no later job retries yet (as a
+   * job's retry does, linked by `retry_of`, in the same batch), in one statement, with the
+   * caller's record (once) and `batchParts` (which may read the new jobs, CTE `r_job`); their
+   * dispatch tasks at BATCH_PRIORITY. Answers the new jobs.
+   */
+  async retryBatch(batchId: string, batchParts: readonly StatementPart[], acting: Acting): Promise<Job[]> {
+    const acted = this.acted(acting, { from: 'batch_src' });
+    const statement = withCtes(
+      [
+        {
+          name: 'src',
+          sql: sql`select j.*, null::uuid as new_id, 1 as new_attempt, null::timestamptz as new_deadline
+                    from jobs j where j.batch_id = ${batchId} and j.status = 'failed'
+                    and not exists (select 1 from jobs r where r.retry_of = j.id)
+                    for update of j`,
+        },
+        ...queuedCopyCtes('r', 'src'),
+        ...ctesOf(batchParts),
+        { name: 'batch_src', sql: raw('select 1 from r_job limit 1') },
+        ...ctesOf(acted),
+      ],
+      sql`select r_job.*, (select count(*) from r_go) as tasks${readsOf(batchParts)} from r_job`,
+    ).compile();
+    const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
+    return rows.map(rowReader(this.orm, Job));
+  }
+
+  /**
+   * Claims for the worker `workerId` up to `limit` of the jobs `jobIds` still queued, in one
+   * statement (`starting`, recorded, their events sent): a batch's chunk, submitted together.
+   */
+  async claimQueued(jobIds: readonly string[], workerId: string, limit: number): Promise<Job[]> {
+    const statement = withCtes(
+      [
+        {
+          name: 'prev',
+          sql: sql`select id, status from jobs where id = any(${`{${jobIds.join(',')}}`}::uuid[]) and status = 'queued'
+                   order by created_at, id limit ${limit} for update skip locked`,
+        },
+        {
+          name: 'upd',
+          sql: sql`update jobs j set status = 'starting', updated_at = now()${setsFor('starting', { workerId })}
+                   from prev where j.id = prev.id and j.status = 'queued'
+                   returning j.*, prev.status as from_status`,
+        },
+        ...transitionCtes('upd', 'from_status'),
+      ],
+      sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))},
+              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')})
+       from upd_seq order by upd_seq.created_at, upd_seq.id`,
+    ).compile();
+    const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
+    return rows.map(rowReader(this.orm, Job));
+  }
+
+  /** One dispatch task per job of `jobIds` still queued, at BATCH_PRIORITY (a chunk taken apart). */
+  async dispatchEach(jobIds: readonly string[]): Promise<void> {
+    const statement = sql`select graphile_worker.add_jobs(array_agg(
+         row(${DISPATCH_TASK}, json_build_object('jobId', id::text), null, null, 5, null, ${BATCH_PRIORITY}, null)::graphile_worker.job_spec))
+       from jobs where id = any(${`{${jobIds.join(',')}}`}::uuid[]) and status = 'queued'
+       having count(*) > 0`.compile();
+    await this.orm.em.fork().execute(statement.text, statement.params);
+  }
+
+  /** The jobs of `jobIds` still queued, as one dispatch task of the batch `batchId` (at BATCH_PRIORITY). */
+  async requeueChunk(batchId: string, jobIds: readonly string[]): Promise<void> {
+    const statement = sql`select graphile_worker.add_job(${BATCH_DISPATCH_TASK},
+         json_build_object('batchId', ${batchId}::text, 'jobIds', json_agg(id)), max_attempts => 5, priority => ${BATCH_PRIORITY})
+       from jobs where id = any(${`{${jobIds.join(',')}}`}::uuid[]) and status = 'queued' having count(*) > 0`.compile();
+    await this.orm.em.fork().execute(statement.text, statement.params);
+  }
+
   /** The record of a caller's action over the rows of `rows.from`, when one is kept. */
   private acted(acting: Acting, rows: { from: string; targetSql?: string }): StatementPart[] {
     const part = this.parts.acted(acting.caller, acting.action, rows);
@@ -346,4 +532,70 @@ export function setsFor(to: JobStatus, f: TransitionFields): Sql {
     case 'queued':
       throw new Error('a job is queued only when it is created');
   }
+}
+
+/** One item of a batch: a deployment and its first job, built and checked by DeploymentService. */
+export interface NewItem {
+  deploymentId: string;
+  jobId: string;
+  name: string;
+  args: Record<string, unknown>;
+  sourceAssetId: string | null;
+  targetAssetId: string;
+  argv: string[];
+  inputs: JobInput[];
+}
+
+/** What every item of a batch shares (the model's, copied into each job as createDeployment does). */
+export interface NewItems {
+  batchId: string;
+  owner: { type: OwnerType; id: string };
+  modelId: string;
+  /** The model version every item runs, and the secrets it names (delivered at dispatch). */
+  modelVersionId: string;
+  secrets: readonly string[];
+  executor: string;
+  container: string;
+  machineType: string;
+  machineCount: number;
+  timeoutSeconds: number;
+  maxRetries: number;
+  items: readonly NewItem[];
+  /** The batch's own row (the batches module's part): in the same statement, named `batch_row`. */
+  parts: readonly StatementPart[];
+  /** The caller and its action, recorded once for the batch row (`batch_row`). */
+  acting: Acting;
+}
+
+/**
+ * The dispatch tasks of a batch's new jobs `j`: one per BATCH_CHUNK of them, carrying their ids,
+ * at BATCH_PRIORITY, added in one call (graphile_worker.add_jobs).
+ */
+function batchDispatchSql(j: string): Sql {
+  return sql`select graphile_worker.add_jobs(array_agg(spec)) from (
+      select row(${BATCH_DISPATCH_TASK}, json_build_object('batchId', min(batch_id::text), 'jobIds', json_agg(id)),
+                 null, null, 5, null, ${BATCH_PRIORITY}, null)::graphile_worker.job_spec as spec
+      from (select id, batch_id, row_number() over () - 1 as k from ${raw(j)}) c group by k / ${BATCH_CHUNK}) chunks
+    having count(*) > 0`;
+}
+
+/**
+ * The transitions of many changed jobs `rows` (with their previous state in the column `from`):
+ * `<rows>_seq` is each row with its transition's id (`seq`), taken before the insert
+ * (`<rows>_tr`), so that their events are read from `<rows>_seq` alone. Joining two CTEs of
+ * thousands of rows each, whose sizes PostgreSQL cannot estimate, took a nested loop: seconds
+ * for a 10,000-item batch.
+ */
+function transitionCtes(rows: string, from: string): Cte[] {
+  return [
+    {
+      name: `${rows}_seq`,
+      sql: raw(`select nextval('job_transitions_id_seq') as seq, ${rows}.* from ${rows}`),
+    },
+    {
+      name: `${rows}_tr`,
+      sql: raw(`insert into job_transitions (id, job_id, from_status, to_status, at)
+                select seq, id, ${from}, status, updated_at from ${rows}_seq returning id`),
+    },
+  ];
 }

@@ -187,8 +187,6 @@ export class MediaService {
     args: PageArgs,
     props: readonly string[] | null = null,
   ): Promise<Page<MediaRow>> {
-    const include = normaliseTags(filter.tags, 'tags');
-    const exclude = normaliseTags(filter.excludeTags, 'excludeTags');
     const owner = ownerOf(principal);
     // The busiest read of the service, written as SQL: building it through the ORM cost more
     // than running it. Rows are plain, read-only data. The keyset index holds only live rows
@@ -200,10 +198,7 @@ export class MediaService {
       ['owner_id = ?', owner.id],
       [`status = 'live'`],
     ];
-    const checks: SqlCondition[] = [];
-    if (filter.type) checks.push(['type = ?', filter.type]);
-    if (include.length) checks.push(['tags && ?::text[]', textArray(include)]);
-    if (exclude.length) checks.push(['not (tags && ?::text[])', textArray(exclude)]);
+    const checks = filterChecks(filter);
     // The global manager: sqlPage only takes its pool and logger, and a fork per page cost about
     // 3% of the REST list's CPU.
     const select = props ? this.columnsOf(props) : prefixedColumns(this.orm, MediaAsset, 'media_assets', '');
@@ -214,6 +209,22 @@ export class MediaService {
       args,
       textTimesReader(this.orm, MediaAsset),
     );
+  }
+
+  /**
+   * The ids of the principal's live assets matching `filter` (the list's semantics: any of
+   * `tags`, none of `excludeTags`), newest first, at most `limit`, in one statement (a batch's
+   * selection; docs/batches.md).
+   */
+  async idsMatching(principal: Principal, filter: MediaFilter, limit: number): Promise<string[]> {
+    const owner = ownerOf(principal);
+    const checks = filterChecks(filter);
+    const rows = await this.orm.em.fork().execute(
+      `select id from media_assets where owner_type = ? and owner_id = ? and status = 'live'
+       ${checks.map(([c]) => `and ${c}`).join(' ')} order by created_at desc, id desc limit ?`,
+      [owner.type, owner.id, ...checks.flatMap(([, ...v]) => v), limit],
+    );
+    return rows.map((r) => r.id as string);
   }
 
   /** The select list of `props`, built once per array (propsOf gives one per selection). */
@@ -349,4 +360,15 @@ export class MediaService {
     await this.storage.delete(storageKey(asset));
     await this.orm.em.fork().nativeDelete(MediaAsset, { id: asset.id });
   }
+}
+
+/** The list's filters as conditions on `media_assets` (tags normalised as the list does). */
+function filterChecks(filter: MediaFilter): SqlCondition[] {
+  const include = normaliseTags(filter.tags, 'tags');
+  const exclude = normaliseTags(filter.excludeTags, 'excludeTags');
+  const checks: SqlCondition[] = [];
+  if (filter.type) checks.push(['type = ?', filter.type]);
+  if (include.length) checks.push(['tags && ?::text[]', textArray(include)]);
+  if (exclude.length) checks.push(['not (tags && ?::text[])', textArray(exclude)]);
+  return checks;
 }

@@ -7,6 +7,7 @@ import { BridgeApiKey, BridgeUser, DendriteInstance, Matterbridge } from '../cha
 import { AuditRecord, Team, TeamInvite, TeamMember } from '../teams/team.entity';
 import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
+import { Batch } from '../batches/batch.entity';
 import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
@@ -26,6 +27,7 @@ export const entities = [
   ApiKey,
   MediaAsset,
   Deployment,
+  Batch,
   Job,
   JobTransition,
   WorkerInstance,

@@ -8,6 +8,7 @@ import { UserResolver } from '../users/user.resolver';
 import { MediaResolver } from '../media/media.resolver';
 import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
+import { BatchResolver } from '../batches/batch.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { SecretResolver } from '../secrets/secret.resolver';
@@ -26,6 +27,7 @@ function resolverInstances(s: Services) {
     new TelephonyResolver(s.telephony),
     new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
+    new BatchResolver(s.batches, s.media),
     new BillingResolver(s.billing),
     new WebhookResolver(s.webhooks),
     new SecretResolver(s.secrets),
@@ -41,6 +43,7 @@ const resolverClasses = [
   TelephonyResolver,
   DeploymentResolver,
   JobResolver,
+  BatchResolver,
   BillingResolver,
   WebhookResolver,
   SecretResolver,

@@ -1,3 +1,5 @@
+import { BatchService } from '../batches/batch.service';
+import { BatchStore } from '../batches/batch.store';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyService } from '../auth/api-key.service';
 import { BillingService } from '../billing/billing.service';
@@ -126,6 +128,15 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     },
     audit,
   );
+  // Deployments per principal per minute: a batch takes one, as a single deployment does.
+  const deploymentLimit =
+    config.rateLimitDeploymentsPerMinute > 0
+      ? new RateLimit(orm, {
+          name: 'deployments',
+          points: config.rateLimitDeploymentsPerMinute,
+          windowSeconds: 60,
+        })
+      : null;
   const deployments = new DeploymentService(
     jobStore,
     jobQueries,
@@ -136,15 +147,20 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     new JobWaiter(events, jobs),
     webhooks,
     claims,
-    config.rateLimitDeploymentsPerMinute > 0
-      ? new RateLimit(orm, {
-          name: 'deployments',
-          points: config.rateLimitDeploymentsPerMinute,
-          windowSeconds: 60,
-        })
-      : null,
+    deploymentLimit,
     lifecycle,
     secrets,
+  );
+  const batches = new BatchService(
+    new BatchStore(orm),
+    jobStore,
+    deployments,
+    jobs,
+    media,
+    webhooks,
+    config,
+    deploymentLimit,
+    lifecycle,
   );
   const live = new JobLive(events, jobs);
   const billing = new BillingService(orm, config.prices);
@@ -165,6 +181,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     telephony,
     jobs,
     deployments,
+    batches,
     claims,
     events,
     live,
