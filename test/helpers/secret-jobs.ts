@@ -131,6 +131,10 @@ export async function runSecretJob(
   if (job.status.toLowerCase() !== 'succeeded')
     throw new Error(`the job ${job.status}: ${job.error}\n${job.logTail}`);
   const liveEvents = await live;
+  // The subscription's last message may still be on its way when the job reads as ended.
+  const until = Date.now() + 15_000;
+  while (!JSON.stringify(subscribed).includes('"SUCCEEDED"') && Date.now() < until)
+    await new Promise((r) => setTimeout(r, 50));
   stopSubscription();
   await ws.dispose();
   // The whole history, replayed from the database.
