@@ -424,8 +424,12 @@ describe('jobs and deployments at 100,000 rows', () => {
     const ids: string[] = [];
     let path: string | undefined = '/api/v1/jobs?limit=100&status=failed';
     while (path) {
-      const res = await t.http().get(path).set('authorization', auth).expect(200);
-      ids.push(...res.body.map((j: { id: string }) => j.id));
+      const res: { body: { id: string }[]; headers: Record<string, string> } = await t
+        .http()
+        .get(path)
+        .set('authorization', auth)
+        .expect(200);
+      ids.push(...res.body.map((j) => j.id));
       path = /<([^>]+)>; rel="next"/.exec(res.headers.link ?? '')?.[1];
       if (path?.startsWith('http')) path = new URL(path).pathname + new URL(path).search;
     }
