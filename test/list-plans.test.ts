@@ -105,9 +105,8 @@ describe('media at 100,000 rows', () => {
 
   it.each([
     ['limit=50'],
-    ['limit=50&tags=common'],
-    ['limit=50&tags=mid'],
-    ['limit=50&tags=rare'],
+    ['limit=50&tags=rare,mid'],
+    ['limit=50&tags=rare,absent'],
     ['limit=50&excludeTags=common'],
     ['limit=50&tags=mid&excludeTags=mid'],
   ])('GET /api/v1/media?%s reads through the live index, within the budget', async (query) => {
@@ -116,6 +115,67 @@ describe('media at 100,000 rows', () => {
       'media_assets',
       'media_assets_live_owner_index',
     );
+  });
+
+  it.each([['common'], ['mid'], ['rare'], ['absent']])(
+    'GET /api/v1/media?tags=%s reads only the rows it answers: the tag index, then each asset by id',
+    async (tag) => {
+      const plans = await plansOf('media_tags', async () => {
+        const res = await list(`limit=50&tags=${tag}`).expect(200);
+        expect(res.body.media.length).toBe({ common: 50, mid: 50, rare: ROWS / 10000, absent: 0 }[tag]);
+        expect(res.headers.link === undefined).toBe(tag === 'rare' || tag === 'absent');
+      });
+      expectBounded(plans, 'media_tags', 'media_tags_pkey');
+      for (const plan of plans)
+        for (const scan of plan.filter((n) => /^media_/.test(n['Relation Name'] ?? ''))) {
+          expect(scan['Node Type']).not.toBe('Seq Scan');
+          expect(examined(scan)).toBeLessThanOrEqual(51);
+        }
+    },
+  );
+
+  it("an asset's tag rows follow its tags and state", async () => {
+    const [{ id }] = (
+      await pg.query(
+        `select id from media_assets where owner_id = $1 and 'rare' = any(tags) order by created_at desc limit 1`,
+        [owner],
+      )
+    ).rows;
+    const rare = async () =>
+      (await list('limit=50&tags=rare').expect(200)).body.media.map((m: { id: string }) => m.id) as string[];
+    expect(await rare()).toContain(id);
+    await t
+      .http()
+      .put(`/api/v1/media/${id}`)
+      .set('authorization', auth)
+      .send({ tags: ['common', 'retagged'] })
+      .expect(200);
+    expect(await rare()).not.toContain(id);
+    const retagged = await list('limit=50&tags=retagged').expect(200);
+    expect(retagged.body.media.map((m: { id: string }) => m.id)).toEqual([id]);
+    await pg.query(`update media_assets set status = 'deleting' where id = $1`, [id]);
+    expect((await list('limit=50&tags=retagged').expect(200)).body.media).toEqual([]);
+    await pg.query(`update media_assets set status = 'live', tags = array['common', 'rare'] where id = $1`, [
+      id,
+    ]);
+    expect(await rare()).toContain(id);
+    const tagsOf = async (of: string) =>
+      (await pg.query(`select tag from media_tags where id = $1 order by tag`, [of])).rows.map((r) => r.tag);
+    expect(await tagsOf(id)).toEqual(['common', 'rare']);
+    // A deleted asset's tag rows go with it.
+    const [made] = (
+      await pg.query(
+        `insert into media_assets (id, owner_type, owner_id, type, status, image_name, extension, content_type, size, tags,
+                                   created_at, updated_at)
+         values (gen_random_uuid(), 'user', $1, 'source_asset', 'live', 'gone.png', 'png', 'image/png', 1,
+                 array['gone', 'gone', 'too'], now(), now())
+         returning id`,
+        [owner],
+      )
+    ).rows;
+    expect(await tagsOf(made.id)).toEqual(['gone', 'too']);
+    await pg.query('delete from media_assets where id = $1', [made.id]);
+    expect(await tagsOf(made.id)).toEqual([]);
   });
 
   it('an exclusion that matches every row answers a short page with the cursor to go on', async () => {
@@ -142,13 +202,13 @@ describe('media at 100,000 rows', () => {
     });
   });
 
-  it('following the cursor of short pages finds every rare row, in order, and ends', async () => {
+  it('following the cursor of short pages finds every row of rare tags, in order, and ends', async () => {
     const found: string[] = [];
     let after: string | null = null;
     let pages = 0;
     for (;;) {
       const res = await t.gql(
-        'query ($after: String) { media(filter: { tags: ["rare"] }, first: 50, after: $after) { nodes { imageName } pageInfo { hasNextPage endCursor scanLimited } } }',
+        'query ($after: String) { media(filter: { tags: ["rare", "absent"] }, first: 50, after: $after) { nodes { imageName } pageInfo { hasNextPage endCursor scanLimited } } }',
         { after },
         auth,
       );

@@ -9,7 +9,7 @@ import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
-import { MediaAsset } from '../media/media.entity';
+import { MediaAsset, MediaTag } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
@@ -25,6 +25,7 @@ export const entities = [
   AuditRecord,
   ApiKey,
   MediaAsset,
+  MediaTag,
   Deployment,
   Job,
   JobTransition,
