@@ -16,7 +16,7 @@ import { queryRows } from './rows';
  * What sqlPage reads: a table, or joined tables whose keyset columns belong to `alias`. `join`:
  * tables joined to the page's rows of `from` (aliased `alias`) once the page is chosen, so that
  * they cost one lookup per row answered whatever the scan read (a join inside the scan could be
- * planned as a hash join over the whole joined table).
+ * planned as a hash join over the whole joined table). `join` holds no placeholders.
  */
 export interface SqlSource {
   from: string;

@@ -84,9 +84,9 @@ export function storageKey(asset: Pick<MediaAsset, 'id' | 'extension'>): string 
 
 /**
  * One tag of a live media asset, in the media list's order per owner and tag: a list of one tag
- * reads only the rows it answers, however rare the tag (docs/media.md, "Tags"). Written by
- * triggers on media_assets (migrations/Migration20261127060100_media_tags.ts), never by the service; its rows go with
- * their asset.
+ * reads only the rows it answers, however rare the tag (docs/media.md, "Listing, tags, update,
+ * delete"). Written by triggers on media_assets (Migration20261127060100_media_tags), never by
+ * the service; its rows go with their asset.
  */
 @Entity({ tableName: 'media_tags' })
 @Index({ properties: ['media'] })
