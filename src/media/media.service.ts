@@ -192,7 +192,9 @@ export class MediaService {
     const owner = ownerOf(principal);
     // The busiest read of the service, written as SQL: building it through the ORM cost more
     // than running it. Rows are plain, read-only data. The keyset index holds only live rows
-    // (a partial index), so a list without filters reads no row it does not answer.
+    // (a partial index), so a list without filters reads no row it does not answer. The global
+    // manager: sqlPage only takes its pool and logger, and a fork per page cost about 3% of the
+    // REST list's CPU.
     const select = props ? this.columnsOf(props) : prefixedColumns(this.orm, MediaAsset, 'media_assets', '');
     const read = textTimesReader(this.orm, MediaAsset);
     if (include.length === 1 && !exclude.length && !filter.type)
@@ -220,8 +222,6 @@ export class MediaService {
     if (filter.type) checks.push(['type = ?', filter.type]);
     if (include.length) checks.push(['tags && ?::text[]', textArray(include)]);
     if (exclude.length) checks.push(['not (tags && ?::text[])', textArray(exclude)]);
-    // The global manager: sqlPage only takes its pool and logger, and a fork per page cost about
-    // 3% of the REST list's CPU.
     return sqlPage(this.orm.em, { from: 'media_assets', select }, { where, filter: checks }, args, read);
   }
 
