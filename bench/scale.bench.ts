@@ -339,6 +339,7 @@ export async function run(): Promise<void> {
     }
     for (const table of [
       'media_assets',
+      'media_tags',
       'deployments',
       'jobs',
       'models',

@@ -105,9 +105,8 @@ describe('media at 100,000 rows', () => {
 
   it.each([
     ['limit=50'],
-    ['limit=50&tags=common'],
-    ['limit=50&tags=mid'],
-    ['limit=50&tags=rare'],
+    ['limit=50&tags=rare,mid'],
+    ['limit=50&tags=rare,absent'],
     ['limit=50&excludeTags=common'],
     ['limit=50&tags=mid&excludeTags=mid'],
   ])('GET /api/v1/media?%s reads through the live index, within the budget', async (query) => {
@@ -116,6 +115,67 @@ describe('media at 100,000 rows', () => {
       'media_assets',
       'media_assets_live_owner_index',
     );
+  });
+
+  it.each([['common'], ['mid'], ['rare'], ['absent']])(
+    'GET /api/v1/media?tags=%s reads only the rows it answers: the tag index, then each asset by id',
+    async (tag) => {
+      const plans = await plansOf('media_tags', async () => {
+        const res = await list(`limit=50&tags=${tag}`).expect(200);
+        expect(res.body.media.length).toBe({ common: 50, mid: 50, rare: ROWS / 10000, absent: 0 }[tag]);
+        expect(res.headers.link === undefined).toBe(tag === 'rare' || tag === 'absent');
+      });
+      expectBounded(plans, 'media_tags', 'media_tags_pkey');
+      for (const plan of plans)
+        for (const scan of plan.filter((n) => /^media_/.test(n['Relation Name'] ?? ''))) {
+          expect(scan['Node Type']).not.toBe('Seq Scan');
+          expect(examined(scan)).toBeLessThanOrEqual(51);
+        }
+    },
+  );
+
+  it("an asset's tag rows follow its tags and state", async () => {
+    const [{ id }] = (
+      await pg.query(
+        `select id from media_assets where owner_id = $1 and 'rare' = any(tags) order by created_at desc limit 1`,
+        [owner],
+      )
+    ).rows;
+    const rare = async () =>
+      (await list('limit=50&tags=rare').expect(200)).body.media.map((m: { id: string }) => m.id) as string[];
+    expect(await rare()).toContain(id);
+    await t
+      .http()
+      .put(`/api/v1/media/${id}`)
+      .set('authorization', auth)
+      .send({ tags: ['common', 'retagged'] })
+      .expect(200);
+    expect(await rare()).not.toContain(id);
+    const retagged = await list('limit=50&tags=retagged').expect(200);
+    expect(retagged.body.media.map((m: { id: string }) => m.id)).toEqual([id]);
+    await pg.query(`update media_assets set status = 'deleting' where id = $1`, [id]);
+    expect((await list('limit=50&tags=retagged').expect(200)).body.media).toEqual([]);
+    await pg.query(`update media_assets set status = 'live', tags = array['common', 'rare'] where id = $1`, [
+      id,
+    ]);
+    expect(await rare()).toContain(id);
+    const tagsOf = async (of: string) =>
+      (await pg.query(`select tag from media_tags where id = $1 order by tag`, [of])).rows.map((r) => r.tag);
+    expect(await tagsOf(id)).toEqual(['common', 'rare']);
+    // A deleted asset's tag rows go with it.
+    const [made] = (
+      await pg.query(
+        `insert into media_assets (id, owner_type, owner_id, type, status, image_name, extension, content_type, size, tags,
+                                   created_at, updated_at)
+         values (gen_random_uuid(), 'user', $1, 'source_asset', 'live', 'gone.png', 'png', 'image/png', 1,
+                 array['gone', 'gone', 'too'], now(), now())
+         returning id`,
+        [owner],
+      )
+    ).rows;
+    expect(await tagsOf(made.id)).toEqual(['gone', 'too']);
+    await pg.query('delete from media_assets where id = $1', [made.id]);
+    expect(await tagsOf(made.id)).toEqual([]);
   });
 
   it('an exclusion that matches every row answers a short page with the cursor to go on', async () => {
@@ -142,13 +202,13 @@ describe('media at 100,000 rows', () => {
     });
   });
 
-  it('following the cursor of short pages finds every rare row, in order, and ends', async () => {
+  it('following the cursor of short pages finds every row of rare tags, in order, and ends', async () => {
     const found: string[] = [];
     let after: string | null = null;
     let pages = 0;
     for (;;) {
       const res = await t.gql(
-        'query ($after: String) { media(filter: { tags: ["rare"] }, first: 50, after: $after) { nodes { imageName } pageInfo { hasNextPage endCursor scanLimited } } }',
+        'query ($after: String) { media(filter: { tags: ["rare", "absent"] }, first: 50, after: $after) { nodes { imageName } pageInfo { hasNextPage endCursor scanLimited } } }',
         { after },
         auth,
       );
@@ -325,4 +385,131 @@ describe("a team's audit log at 100,000 records", () => {
       expectBounded(plans, 'team_audit', 'team_audit_team_created_at_id_index');
     },
   );
+});
+
+describe('jobs and deployments at 100,000 rows', () => {
+  let auth: string;
+  let owner: string;
+  /** The owner's models: 1 in 5 of its jobs run `common`, 1 in 10,000 `rare`. */
+  const common = '00000000-0000-4000-8000-00000000c001';
+  const rare = '00000000-0000-4000-8000-00000000c002';
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('many-jobs')}`;
+    owner = await userOwner(auth);
+    // The owner's deployments, each with one job (1 in 100 failed), then as many of 9 other owners.
+    await pg.query(
+      `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+       select md5('d' || i)::uuid, 'user', case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end, 'd' || i,
+              case when i % 10000 = 7 then $4::uuid when i % 5 = 0 then $3::uuid else md5('m' || (i % 5))::uuid end,
+              '{}', gen_random_uuid(), timestamptz '2025-01-01' + i * interval '1 second'
+       from generate_series(1, $2 * 2) i`,
+      [owner, ROWS, common, rare],
+    );
+    await pg.query(
+      `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                         machine_type, machine_count, timeout_seconds, created_at, updated_at)
+       select id, id, model_id, owner_type, owner_id,
+              case when substr(name, 2)::int % 100 = 0 then 'failed' else 'succeeded' end,
+              'local', '[]', 'c', 'cpu', 1, 60, created_at, created_at
+       from deployments where name ~ '^d[0-9]+$'`,
+    );
+    await pg.query('analyze deployments; analyze jobs');
+  }, 120_000);
+
+  const jobs = (query: string) => t.http().get(`/api/v1/jobs?${query}`).set('authorization', auth);
+
+  it.each([
+    ['limit=50', 'jobs_owner_type_owner_id_created_at_id_index'],
+    ['limit=50&status=failed', 'jobs_owner_status_created_at_index'],
+    [`limit=50&model_id=${common}`, 'jobs_owner_model_created_at_index'],
+    [`limit=50&model_id=${rare}`, 'jobs_owner_model_created_at_index'],
+  ])(
+    'GET /api/v1/jobs?%s reads only the rows it answers, through %s, and its deployments by id',
+    async (query, index) => {
+      const plans = await plansOf('jobs', () => jobs(query).expect(200));
+      expectBounded(plans, 'jobs', index);
+      for (const plan of plans) {
+        for (const scan of plan.filter((n) => n['Relation Name'] === 'jobs'))
+          expect(examined(scan)).toBeLessThanOrEqual(51);
+        // Joined to the page's jobs only: a lookup per job, never a scan of the deployments.
+        const deployments = plan.filter((n) => n['Relation Name'] === 'deployments');
+        expect(deployments.map((n) => n['Index Name'])).toEqual(deployments.map(() => 'deployments_pkey'));
+        for (const scan of deployments) expect(examined(scan)).toBeLessThanOrEqual(51);
+      }
+    },
+  );
+
+  it('status and model together: the status index leads, the model is checked within the budget', async () => {
+    // (With a status on most rows, the planner may rather read the owner index and check the status.)
+    const plans = await plansOf('jobs', async () =>
+      expect((await jobs(`limit=50&status=failed&model_id=${rare}`).expect(200)).body).toEqual([]),
+    );
+    expectBounded(plans, 'jobs', 'jobs_owner_status_created_at_index');
+    for (const plan of plans) {
+      const deployments = plan.filter((n) => n['Relation Name'] === 'deployments');
+      expect(deployments.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+      for (const scan of deployments) expect(examined(scan)).toBeLessThanOrEqual(51);
+    }
+  });
+
+  it('following the cursor of short pages finds every job of both filters, in order, with its deployment', async () => {
+    const found: { id: string; status: string; modelId: string; deployment: { name: string } }[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const res = await t.gql(
+        'query ($m: ID!, $after: String) { jobs(filter: { status: SUCCEEDED, modelId: $m }, first: 50, after: $after) { nodes { id status modelId deployment { name } } pageInfo { hasNextPage endCursor scanLimited } } }',
+        { m: rare, after },
+        auth,
+      );
+      expect(res.body.errors).toBeUndefined();
+      const { nodes, pageInfo } = res.body.data.jobs;
+      found.push(...nodes);
+      if (!pageInfo.hasNextPage) break;
+      expect(pageInfo.scanLimited).toBe(true);
+      after = pageInfo.endCursor;
+    }
+    const { rows } = await pg.query(
+      `select j.id, d.name from jobs j join deployments d on d.id = j.deployment_id
+       where j.owner_id = $1 and j.model_id = $2 and j.status = 'succeeded' order by j.created_at desc, j.id desc`,
+      [owner, rare],
+    );
+    expect(rows.length).toBe(ROWS / 10000);
+    expect(found).toEqual(
+      rows.map((r) => ({ id: r.id, status: 'SUCCEEDED', modelId: rare, deployment: { name: r.name } })),
+    );
+  });
+
+  it('failed jobs page by page through the status index: every one, in order', async () => {
+    const ids: string[] = [];
+    let path: string | undefined = '/api/v1/jobs?limit=100&status=failed';
+    while (path) {
+      const res: { body: { id: string }[]; headers: Record<string, string> } = await t
+        .http()
+        .get(path)
+        .set('authorization', auth)
+        .expect(200);
+      ids.push(...res.body.map((j) => j.id));
+      path = /<([^>]+)>; rel="next"/.exec(res.headers.link ?? '')?.[1];
+      if (path?.startsWith('http')) path = new URL(path).pathname + new URL(path).search;
+    }
+    const { rows } = await pg.query(
+      `select id from jobs where owner_id = $1 and status = 'failed' order by created_at desc, id desc`,
+      [owner],
+    );
+    expect(rows.length).toBe(ROWS / 100);
+    expect(ids).toEqual(rows.map((r) => r.id));
+  });
+
+  it('GET /api/v1/deployments reads through the owner index, within the budget', async () => {
+    const plans = await plansOf('deployments', async () => {
+      const res = await t.http().get('/api/v1/deployments?limit=50').set('authorization', auth).expect(200);
+      expect(res.body).toHaveLength(50);
+      expect(res.body[0]).toMatchObject({ name: `d${ROWS}`, job: { status: 'failed' } });
+    });
+    expectBounded(plans, 'deployments', /^deployments_(owner_type_owner_id_created_at_id_index|pkey)$/);
+    for (const plan of plans)
+      for (const scan of plan.filter((n) => n['Relation Name'] === 'deployments'))
+        expect(examined(scan)).toBeLessThanOrEqual(51);
+  });
 });

@@ -12,11 +12,17 @@ import {
 } from '../common/pagination';
 import { queryRows } from './rows';
 
-/** What sqlPage reads: a table, or joined tables whose keyset columns belong to `alias`. */
+/**
+ * What sqlPage reads: a table, or joined tables whose keyset columns belong to `alias`. `join`:
+ * tables joined to the page's rows of `from` (aliased `alias`) once the page is chosen, so that
+ * they cost one lookup per row answered whatever the scan read (a join inside the scan could be
+ * planned as a hash join over the whole joined table). `join` holds no placeholders.
+ */
 export interface SqlSource {
   from: string;
   select?: string;
   alias?: string;
+  join?: string;
 }
 
 /** A SQL fragment with `?` placeholders, and its values. */
@@ -49,7 +55,7 @@ export async function sqlPage<T extends Keyed>(
   read: (row: Record<string, unknown>) => T,
   isId: (id: unknown) => boolean = isUuid,
 ): Promise<Page<T>> {
-  const { from, select = '*', alias } = typeof source === 'string' ? { from: source } : source;
+  const { from, select = '*', alias, join } = typeof source === 'string' ? { from: source } : source;
   const {
     where,
     filter = [],
@@ -64,11 +70,19 @@ export async function sqlPage<T extends Keyed>(
   }
   const values = (cs: SqlCondition[]) => cs.flatMap(([, ...v]) => v);
   const sql = (cs: SqlCondition[]) => cs.map(([s]) => s).join(' and ');
-  const scan = `from ${from} where ${sql(all) || 'true'} order by ${createdAt} desc, ${id} desc`;
+  const order = `order by ${createdAt} desc, ${id} desc`;
+  const scan = `from ${from} where ${sql(all) || 'true'} ${order}`;
+  // With joins, the page is chosen from `from`'s rows alone, then joined (in the same statement).
+  const [inner, joined] = join
+    ? [
+        `${alias}.*`,
+        (page: string, more = '') => `select ${select}${more} from (${page}) ${alias} ${join} ${order}`,
+      ]
+    : [select, (page: string) => page];
   if (!filter.length) {
     const rows = await queryRows(
       em,
-      `select ${select} ${scan} limit ?`,
+      joined(`select ${inner} ${scan} limit ?`),
       [...values(all), limit + 1],
       false,
       LIST_TIMEOUT_MS,
@@ -81,11 +95,14 @@ export async function sqlPage<T extends Keyed>(
   // page ends there, and the next one starts after it.
   const rows = await queryRows(
     em,
-    `select * from (
-       select *, row_number() over () as page_scanned from (
-         select ${select}, (${sql(filter)}) as page_hit ${scan} limit ?
-       ) scan
-     ) scanned where page_hit or page_scanned = ? limit ?`,
+    joined(
+      `select * from (
+         select *, row_number() over () as page_scanned from (
+           select ${inner}, (${sql(filter)}) as page_hit ${scan} limit ?
+         ) scan
+       ) scanned where page_hit or page_scanned = ? limit ?`,
+      `, ${alias}.page_hit, ${alias}.page_scanned`,
+    ),
     [...values(filter), ...values(all), budget, budget, limit + 1],
     false,
     LIST_TIMEOUT_MS,

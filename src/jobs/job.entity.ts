@@ -22,7 +22,15 @@ export interface JobInput {
  */
 @Entity({ tableName: 'jobs' })
 @Index({ properties: ['ownerType', 'ownerId', 'createdAt', 'id'] })
-@Index({ properties: ['ownerType', 'ownerId', 'status'] })
+// The jobs list by status and by model, each in the list's order (JobQueries.list).
+@Index({
+  name: 'jobs_owner_status_created_at_index',
+  properties: ['ownerType', 'ownerId', 'status', 'createdAt', 'id'],
+})
+@Index({
+  name: 'jobs_owner_model_created_at_index',
+  properties: ['ownerType', 'ownerId', 'modelId', 'createdAt', 'id'],
+})
 @Index({ properties: ['modelId'] })
 @Index({ properties: ['deployment'] })
 @Index({

@@ -1,4 +1,13 @@
-import { ArrayType, BigIntType, Entity, Index, PrimaryKey, Property, type Opt } from '@mikro-orm/core';
+import {
+  ArrayType,
+  BigIntType,
+  Entity,
+  Index,
+  ManyToOne,
+  PrimaryKey,
+  Property,
+  type Opt,
+} from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
 import type { OwnerType } from '../common/principal';
 
@@ -71,4 +80,29 @@ export class MediaAsset {
 /** The stored object's name, and the last path segment of its URL. */
 export function storageKey(asset: Pick<MediaAsset, 'id' | 'extension'>): string {
   return `${asset.id}.${asset.extension}`;
+}
+
+/**
+ * One tag of a live media asset, in the media list's order per owner and tag: a list of one tag
+ * reads only the rows it answers, however rare the tag (docs/media.md, "Listing, tags, update,
+ * delete"). Written by triggers on media_assets (Migration20261127060100_media_tags), never by
+ * the service; its rows go with their asset.
+ */
+@Entity({ tableName: 'media_tags' })
+@Index({ properties: ['media'] })
+export class MediaTag {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  @PrimaryKey({ type: 'text' })
+  tag!: string;
+
+  @PrimaryKey({ type: 'datetime' })
+  createdAt!: Date;
+
+  @ManyToOne(() => MediaAsset, { primary: true, fieldName: 'id', deleteRule: 'cascade' })
+  media!: MediaAsset;
 }

@@ -10,7 +10,7 @@ import { User } from '../users/user.entity';
 import { Batch } from '../batches/batch.entity';
 import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
-import { MediaAsset } from '../media/media.entity';
+import { MediaAsset, MediaTag } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
@@ -26,6 +26,7 @@ export const entities = [
   AuditRecord,
   ApiKey,
   MediaAsset,
+  MediaTag,
   Deployment,
   Batch,
   Job,
