@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { assertOwned, ownerOf, type Principal } from '../common/principal';
+import { assertOwned, ownerOf, type Owner, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import type { Config } from '../config';
 import { limitKey, type RateLimit } from '../rate-limits/rate-limiter';
@@ -66,6 +66,13 @@ export interface WebhookCheck {
   }): Promise<{ webhook: string | null; events: WebhookEvent[] }>;
 }
 
+/** The owner's budget, asked before jobs are made (BudgetService, wired in server/services.ts). */
+export interface BudgetCheck {
+  maxCostOf(job: Pick<Job, 'machineType' | 'machineCount' | 'timeoutSeconds'>): string;
+  /** Throws BUDGET_EXCEEDED (402) when `jobCount` jobs of at most `maxCostPerJob` could pass a blocking budget. */
+  assertAllows(owner: Owner, maxCostPerJob: string, jobCount: number): Promise<void>;
+}
+
 /**
  * The rules of making jobs: a deployment and its first job (the arguments checked against the
  * model, the command built, who may run what), and a retry of a job that has ended. Its SQL is
@@ -90,6 +97,7 @@ export class DeploymentService {
     /** Deployments per principal per minute (`RATE_LIMIT_DEPLOYMENTS_PER_MINUTE`); null: none. */
     private readonly limit: RateLimit | null = null,
     private readonly lifecycle: JobLifecycle | null = null,
+    private readonly budget: BudgetCheck | null = null,
   ) {}
 
   /**
@@ -130,6 +138,7 @@ export class DeploymentService {
   ): Promise<{ deployment: Deployment; job: Job }> {
     await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const { deployment, job, cancelAfter } = await this.prepare(principal, input);
+    await this.budget?.assertAllows(ownerOf(principal), this.budget.maxCostOf(job), 1);
     // A worker of this process with a free slot claims the job in the same statement (`starting`,
     // no dispatch task): the queue's round trips and the claim's own statement are saved. The
     // claim commits before the program starts, as a claim through the queue does.
@@ -271,6 +280,7 @@ export class DeploymentService {
     const [model] = await this.models.byIds([job.modelId]);
     if (!model) throw new AppError('CONFLICT', 'the model of this job was deleted; it cannot run again');
     await this.assertRunnable(model);
+    await this.budget?.assertAllows(ownerOf(principal), this.budget.maxCostOf(job), 1);
     const live = await this.media.ownedLive(
       principal,
       job.inputs.map((i) => i.mediaId),

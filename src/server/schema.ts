@@ -9,6 +9,7 @@ import { MediaResolver } from '../media/media.resolver';
 import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
+import { BudgetResolver } from '../billing/budget.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { SecretResolver } from '../secrets/secret.resolver';
 import { AppError } from '../common/errors';
@@ -27,6 +28,7 @@ function resolverInstances(s: Services) {
     new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
     new BillingResolver(s.billing),
+    new BudgetResolver(s.budgets),
     new WebhookResolver(s.webhooks),
     new SecretResolver(s.secrets),
   ];
@@ -42,6 +44,7 @@ const resolverClasses = [
   DeploymentResolver,
   JobResolver,
   BillingResolver,
+  BudgetResolver,
   WebhookResolver,
   SecretResolver,
 ] as const;
