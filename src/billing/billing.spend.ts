@@ -27,7 +27,9 @@ export function priceSql(prices: PriceList, alias: string): Sql {
 
 /** The current budget period, `[start, stop)` as UTC dates: the calendar month of now(). */
 export const PERIOD_START_SQL = raw(`date_trunc('month', now() at time zone 'UTC')::date`);
-export const PERIOD_STOP_SQL = raw(`(date_trunc('month', now() at time zone 'UTC') + interval '1 month')::date`);
+export const PERIOD_STOP_SQL = raw(
+  `(date_trunc('month', now() at time zone 'UTC') + interval '1 month')::date`,
+);
 
 /**
  * The part of the statement that ends jobs (JobStatementParts.ended): each job's machine-seconds
@@ -130,7 +132,10 @@ export function spendPart(prices: PriceList, opts: { mail: boolean }) {
         from spend_body where owner_type = 'team'`),
       },
     ];
-    const reads = [raw('(select count(*) from spend_up) as spend_days'), raw('(select count(*) from spend_go)')];
+    const reads = [
+      raw('(select count(*) from spend_up) as spend_days'),
+      raw('(select count(*) from spend_go)'),
+    ];
     if (opts.mail) {
       ctes.push({
         name: 'spend_mail',

@@ -105,7 +105,10 @@ export class BudgetService {
   /** The most a job of these facts may cost: timeout x machine price x machine count (exact decimal string). */
   maxCostOf(job: MaxCostFacts): string {
     const price = machinePrice(this.prices, job.machineType);
-    return formatDecimal({ units: price.units * BigInt(job.timeoutSeconds * job.machineCount), scale: price.scale });
+    return formatDecimal({
+      units: price.units * BigInt(job.timeoutSeconds * job.machineCount),
+      scale: price.scale,
+    });
   }
 
   /**
@@ -114,7 +117,12 @@ export class BudgetService {
    * unfinished jobs may still cost, plus these. One statement of constant cost (it reads nothing
    * without a blocking budget); `em` runs it in a caller's transaction.
    */
-  async assertAllows(owner: Owner, maxCostPerJob: string, jobCount: number, em?: EntityManager): Promise<void> {
+  async assertAllows(
+    owner: Owner,
+    maxCostPerJob: string,
+    jobCount: number,
+    em?: EntityManager,
+  ): Promise<void> {
     const [row] = await this.status(em ?? this.orm.em.fork(), owner, {
       perJob: maxCostPerJob,
       count: jobCount,

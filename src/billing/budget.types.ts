@@ -7,12 +7,15 @@ export enum BudgetActionEnum {
 }
 registerEnumType(BudgetActionEnum, {
   name: 'BudgetAction',
-  description: '`BLOCK`: refuse work that could pass the limit (402 BUDGET_EXCEEDED); `NOTIFY`: only announce.',
+  description:
+    '`BLOCK`: refuse work that could pass the limit (402 BUDGET_EXCEEDED); `NOTIFY`: only announce.',
 });
 
 const MONEY = 'Decimal string in the currency, with its minor-unit digits.';
 
-@ObjectType('Budget', { description: "The viewer's (a team token: its team's) monthly budget and this month's spend." })
+@ObjectType('Budget', {
+  description: "The viewer's (a team token: its team's) monthly budget and this month's spend.",
+})
 export class BudgetType {
   @Field(() => String, { nullable: true, description: `${MONEY} Null: no budget set.` })
   monthlyLimit!: string | null;

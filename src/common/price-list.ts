@@ -1,5 +1,13 @@
 import { parse } from 'yaml';
-import { MAX_PRICE_DECIMALS, MICROS, divRound, formatDecimal, formatScaled, parseDecimal, type Decimal } from './decimal';
+import {
+  MAX_PRICE_DECIMALS,
+  MICROS,
+  divRound,
+  formatDecimal,
+  formatScaled,
+  parseDecimal,
+  type Decimal,
+} from './decimal';
 
 /** The price list usage is billed with (`PRICES_FILE`, docs/billing.md). */
 export interface PriceList {

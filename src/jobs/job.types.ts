@@ -57,7 +57,9 @@ export class JobLogLineType {
   }
 }
 
-@ObjectType('JobCost', { description: "A job's cost from the price list: machine price x machine count x run time." })
+@ObjectType('JobCost', {
+  description: "A job's cost from the price list: machine price x machine count x run time.",
+})
 export class JobCostType {
   @Field(() => String, { description: 'Decimal string, two digits past the minor unit (USD: `0.0123`).' })
   amount!: string;

@@ -118,7 +118,10 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobStore = new JobStore(orm, jobStatementParts(audit, { prices: config.prices, mail: config.smtpUrl !== undefined }));
+  const jobStore = new JobStore(
+    orm,
+    jobStatementParts(audit, { prices: config.prices, mail: config.smtpUrl !== undefined }),
+  );
   const jobQueries = new JobQueries(orm);
   // The free slots of this process's worker (if it has one), where jobs created here are claimed.
   const claims = new LocalClaims();
