@@ -275,7 +275,7 @@ describe('budgets', () => {
     await run();
     const messages = await receiver.until((r) => r.filter((m) => m.path === '/dave').length >= 2);
     const secret = (await t.http().get('/api/v1/webhooks/default/secret').set('authorization', dave.token))
-      .body.secret;
+      .body.key;
     const mine = messages.filter((m) => m.path === '/dave');
     for (const m of mine) expect(verifySignature(secret, m)).toBe(true);
     const bodies = mine.map((m) => JSON.parse(m.body)).sort((a, b) => a.threshold - b.threshold);
