@@ -38,6 +38,11 @@ export interface JobInput {
   name: 'jobs_billing_long_index',
   expression: `create index "jobs_billing_long_index" on "jobs" ("owner_type", "owner_id", "started_at") include ("finished_at", "machine_type", "machine_count", "model_id") where "started_at" is not null and ("finished_at" is null or "finished_at" - "started_at" >= interval '1 day')`,
 })
+// What an owner's unfinished jobs may still cost, read by every budget check (docs/governance.md).
+@Index({
+  name: 'jobs_unfinished_owner_index',
+  expression: `create index "jobs_unfinished_owner_index" on "jobs" ("owner_type", "owner_id") include ("machine_type", "machine_count", "timeout_seconds", "started_at") where "status" in ('queued', 'starting', 'running')`,
+})
 // The queue's depth and oldest age (metrics) without reading ended jobs.
 @Index({
   name: 'jobs_queued_index',

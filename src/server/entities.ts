@@ -10,7 +10,7 @@ import { User } from '../users/user.entity';
 import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset } from '../media/media.entity';
-import { MediaStorageInterval } from '../billing/billing.entity';
+import { Budget, BudgetNotice, MediaStorageInterval, SpendDay } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
 import { RateLimitCounter } from '../rate-limits/rate-limit.entity';
@@ -43,6 +43,9 @@ export const entities = [
   DendriteInstance,
   Matterbridge,
   MediaStorageInterval,
+  SpendDay,
+  Budget,
+  BudgetNotice,
   RateLimitCounter,
   PersistedDocument,
   SessionToken,
