@@ -96,7 +96,7 @@ async function budgetOverhead(sut: ServiceUnderTest): Promise<void> {
       call(auth, 'POST', '/api/v1/models', {
         name: 'trivial',
         container: 'local',
-        command: 'true',
+        command: 'true {args}',
         args: {},
       }),
     ),
