@@ -43,7 +43,8 @@ import { IdempotencyService } from '../idempotency/idempotency.service';
 
 /**
  * What other modules add to the job lifecycle's statements (job.statement-parts.port.ts): a
- * model's run count, webhook messages, and a team's audit records (none without `audit`).
+ * model's run count, webhook messages, a team's audit records (none without `audit`), and the
+ * spend rollup and budget thresholds of jobs that end (priced with `spend.prices`).
  */
 export function jobStatementParts(
   audit: AuditLog | null,

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { spendPart } from '../../src/billing/billing.spend';
 import type { PriceList } from '../../src/common/price-list';
-import { raw, readsOf, sql, withCtes, type Sql } from '../../src/db/sql';
+import { readsOf, sql, withCtes, type Sql } from '../../src/db/sql';
 
 /**
  * Adds the ended jobs that `jobs` selects (rows of `jobs`) to the spend rollup with the very part
@@ -17,4 +17,4 @@ export async function rollUp(orm: MikroORM, prices: PriceList, jobs: Sql): Promi
 }
 
 export const jobsWhere = (condition: Sql) => sql`select * from jobs where ${condition}`;
-export { raw, sql };
+export { sql };
