@@ -198,6 +198,17 @@ describe('budgets', () => {
       action: 'notify',
     });
     expect((await getBudget(bob.token)).body).toEqual(set.body);
+    // Another owner's budget is not one's own; without a credential, 401.
+    const other = await person('other');
+    expect((await getBudget(other.token)).body.monthly_limit).toBeNull();
+    expect((await t.http().get('/api/v1/billing/budget')).status).toBe(401);
+    const viaGraphQL = await t.gql(
+      'mutation { setBudget(input: { monthlyLimit: "7.50", action: BLOCK }) { monthlyLimit action } }',
+      {},
+      other.token,
+    );
+    expect(viaGraphQL.body.data.setBudget).toEqual({ monthlyLimit: '7.50', action: 'BLOCK' });
+    expect((await getBudget(bob.token)).body.monthly_limit).toBe('500.00');
     const gql = await t.gql('{ budget { monthlyLimit action spent committed currency } }', {}, bob.token);
     expect(gql.body.data.budget).toEqual({
       monthlyLimit: '500.00',
