@@ -234,6 +234,25 @@ describe('the web app in a browser', () => {
       expect(await thumb.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(64),
     );
     await screenshot(page, 'job');
+    // Its cost, final, beside its run time; in the list too.
+    expect(await page.getByTestId('job-cost').textContent()).toMatch(/^\d+\.\d{4} USD$/);
+    await nav(page, 'Jobs').click();
+    expect(await page.locator('.job-row .job-cost').first().textContent()).toMatch(/^\d+\.\d{4} USD$/);
+    // A budget set over REST shows on the Usage page with the month's spend.
+    const auth = `Bearer ${await tokenOf(alice)}`;
+    const put = await h.app
+      .http()
+      .put('/api/v1/billing/budget')
+      .set('authorization', auth)
+      .send({ monthly_limit: '100.00', action: 'block' });
+    expect(put.status).toBe(200);
+    await nav(page, 'Usage').click();
+    await eventually(async () =>
+      expect(await page.getByTestId('budget').textContent()).toMatch(
+        /^Budget: \d+\.\d{2} spent and \d+\.\d{2} committed of 100\.00 USD/,
+      ),
+    );
+    await screenshot(page, 'usage-budget');
     await noErrors(alice);
   });
 

@@ -7,6 +7,7 @@ import type { Owner } from '../src/common/principal';
 import { startTestApp, type TestApp } from './helpers/app';
 import { pngBytes, uploadFile } from './helpers/media';
 import { planOf } from './helpers/sql';
+import { jobsWhere, rollUp, sql } from './helpers/spend';
 
 /** Round prices, so that every amount below can be checked by hand. */
 const PRICES = `
@@ -55,10 +56,11 @@ async function insertJob(j: JobFixture): Promise<void> {
      values ($1, $2, $3, 'fixture', $4, '{}', gen_random_uuid(), now())`,
     [deployment, j.owner.type, j.owner.id, modelId],
   );
+  const id = randomUUID();
   await pg.query(
     `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
        machine_type, machine_count, timeout_seconds, created_at, started_at, finished_at, run_seconds, updated_at)
-     values (gen_random_uuid(), $1, $2, $3, $4, $5, 'local', '[]', 'builtin/media-demo', $6, $7, 3600,
+     values ($10, $1, $2, $3, $4, $5, 'local', '[]', 'builtin/media-demo', $6, $7, 3600,
        coalesce($8::timestamptz, $9::timestamptz, now()), $8, $9, extract(epoch from $9::timestamptz - $8::timestamptz), now())`,
     [
       deployment,
@@ -70,8 +72,11 @@ async function insertJob(j: JobFixture): Promise<void> {
       j.count ?? 1,
       j.start,
       j.end ?? null,
+      id,
     ],
   );
+  // An ended job is in the spend rollup, as the statement that ends one puts it there.
+  if (j.end) await rollUp(t.runtime.orm, t.config.prices, jobsWhere(sql`id = ${id}`));
 }
 
 /** A span of the storage ledger: `bytes` live from `from` until `until` (null: still live). */
@@ -480,7 +485,13 @@ describe('at 100k jobs', () => {
        from generate_series(1, 20000) i`,
       [owner.id],
     );
-    await pg.query('analyze jobs; analyze media_storage');
+    // Ended, so in the rollup, as the statement that ends a job puts them there (all at once).
+    await rollUp(
+      t.runtime.orm,
+      t.config.prices,
+      jobsWhere(sql`deployment_id = '00000000-0000-4000-8000-00000000000d'`),
+    );
+    await pg.query('analyze jobs; analyze media_storage; analyze spend_daily');
 
     recording = [];
     const u = await graphUsage(dave, { from: '2025-06-01', to: '2025-06-30', granularity: 'DAY' });
@@ -492,12 +503,14 @@ describe('at 100k jobs', () => {
     expect(u.items).toEqual([
       { machineType: 'gpu', jobs: 437, seconds: '15136200', unitPrice: '0.001', amount: '15136.20' },
     ]);
-    // the report (jobs, storage) and the series (jobs, storage)
-    expect(statements).toHaveLength(4);
+    // the report and the series: each the rollup, running jobs, and storage
+    expect(statements).toHaveLength(6);
     for (const statement of statements) {
       const plan = await planOf(t.databaseUrl, statement);
       expect(plan).not.toMatch(/Seq Scan/);
-      expect(plan).toMatch(/jobs_billing_started_index|media_storage_(open|closed)_index/);
+      expect(plan).toMatch(
+        /jobs_billing_(started|long)_index|media_storage_(open|closed)_index|spend_daily_pkey/,
+      );
     }
   });
 });

@@ -579,6 +579,26 @@ describe('every documented operation, answered for real', () => {
     await expectStatus(call('get', '/api/v1/jobs?status=nonsense', { auth }), 400);
     await expectStatus(call('get', '/api/v1/billing/usage', { auth }), 200);
     await expectStatus(call('get', '/api/v1/billing/usage?from=2026-01-01', { auth }), 400);
+    await expectStatus(call('get', '/api/v1/billing/budget', { auth }), 200);
+    await expectStatus(
+      call('put', '/api/v1/billing/budget', { auth, json: { monthly_limit: 'x', action: 'block' } }),
+      400,
+    );
+    await expectStatus(
+      call('put', '/api/v1/billing/budget', { auth, json: { monthly_limit: '0.01', action: 'block' } }),
+      200,
+    );
+    await expectStatus(
+      call('post', '/api/v1/deployments', {
+        auth,
+        json: { name: 'count', model_id: BUILTIN.wordcount, args: { text: mediaId } },
+      }),
+      402,
+    );
+    await expectStatus(
+      call('put', '/api/v1/billing/budget', { auth, json: { monthly_limit: '1000000', action: 'notify' } }),
+      200,
+    );
 
     const batch = await expectStatus(
       call('post', '/api/v1/batches', {

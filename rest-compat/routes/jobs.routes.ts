@@ -22,6 +22,7 @@ import {
   anything,
   arrayOf,
   boolean,
+  decimal,
   enumOf,
   integer,
   isoTime,
@@ -72,6 +73,10 @@ export const jobSchema = object({
   finished_at: nullable(isoTime),
   queue_seconds: nullable(number),
   run_seconds: nullable(number),
+  cost: {
+    ...object({ amount: decimal, currency: string, final: boolean }),
+    description: 'from the price list; `final: false` while the job may still run (docs/governance.md)',
+  },
   output: object({
     files: arrayOf(object({ id: uuid, name: string, url, content_type: string, size: integer })),
     result: { ...anything, description: 'what the program printed as its result (docs/jobs.md)' },
@@ -125,6 +130,7 @@ export const jobJson = (j: RestJobFragment) => ({
   finished_at: j.finishedAt,
   queue_seconds: j.queueSeconds,
   run_seconds: j.runSeconds,
+  cost: j.cost,
   output: {
     files: j.outputs.map((o) => ({
       id: o.id,

@@ -1,4 +1,4 @@
-import { BigIntType, Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+import { BigIntType, Check, Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
 import type { OwnerType } from '../common/principal';
 
 /**
@@ -47,4 +47,82 @@ export class MediaStorageInterval {
   /** Null while the asset is live. */
   @Property({ type: 'datetime', nullable: true })
   liveUntil: Date | null = null;
+}
+
+/**
+ * The spend rollup: machine-seconds of an owner's ended jobs per UTC day, machine type and model,
+ * with the jobs that started that day. Written only by the statement that ends jobs
+ * (billing.spend.ts, through JobStatementParts.ended); read by budgets and by usage reports.
+ */
+@Entity({ tableName: 'spend_daily' })
+export class SpendDay {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  @PrimaryKey({ type: 'date' })
+  day!: string;
+
+  @PrimaryKey({ type: 'text' })
+  machineType!: string;
+
+  @PrimaryKey({ type: 'uuid' })
+  modelId!: string;
+
+  /** Exact: PostgreSQL's interval seconds (6 decimals) times machines, summed. */
+  @Property({ type: 'decimal', default: 0 })
+  machineSeconds!: string;
+
+  @Property({ type: 'integer', default: 0 })
+  jobs!: number;
+}
+
+/** An owner's monthly budget (docs/governance.md). */
+@Entity({ tableName: 'budgets' })
+@Check({ name: 'budgets_monthly_limit_check', expression: '"monthly_limit" > 0' })
+export class Budget {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  @Property({ type: 'decimal' })
+  monthlyLimit!: string;
+
+  @Property({ type: 'text' })
+  action!: 'block' | 'notify';
+
+  @Property({ type: 'text', nullable: true })
+  webhook: string | null = null;
+
+  @Property({ type: 'datetime' })
+  updatedAt!: Date;
+}
+
+/** A threshold announced for a period: its key makes each announcement happen once. */
+@Entity({ tableName: 'budget_notices' })
+export class BudgetNotice {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  @PrimaryKey({ type: 'date' })
+  periodStart!: string;
+
+  @PrimaryKey({ type: 'integer' })
+  threshold!: number;
+
+  @Property({ type: 'decimal' })
+  spent!: string;
+
+  @Property({ type: 'decimal' })
+  monthlyLimit!: string;
+
+  @Property({ type: 'datetime' })
+  at!: Date;
 }

@@ -8,6 +8,8 @@ import { bucketsOf, parsePeriod, type Granularity, type Period } from './billing
 import { machinePrice, type PriceList } from '../common/price-list';
 import {
   jobIntervals,
+  rollupSums,
+  runningIntervals,
   spanSums,
   storageIntervals,
   type SpanSumRow,
@@ -83,6 +85,8 @@ export class BillingService {
   constructor(
     private readonly orm: MikroORM,
     private readonly prices: PriceList,
+    /** Read ended jobs from the `spend_daily` rollup where the period is whole UTC days (false: sum the jobs). */
+    private readonly rollup = true,
   ) {}
 
   async usage(principal: Principal, input: UsageInput): Promise<UsageReport> {
@@ -217,9 +221,19 @@ export class BillingService {
     const starts = buckets.filter((b) => b.start < w.asOf).map((b) => b.start);
     if (!starts.length) return [];
     const jobs = what === 'jobs';
-    const intervals = jobs ? jobIntervals(w) : storageIntervals(w);
-    const { text, values } = spanSums(intervals, w, starts, keys, jobs);
-    const rows: SpanSumRow[] = await this.orm.em.getConnection().execute(text, values);
+    const stop = buckets[buckets.length - 1].end;
+    // Ended jobs from the rollup (its days are whole UTC days), running ones from their rows.
+    const fromRollup = jobs && this.rollup && isMidnight(w.start) && isMidnight(stop);
+    const intervals = !jobs ? storageIntervals(w) : fromRollup ? runningIntervals(w) : jobIntervals(w);
+    const statements = [spanSums(intervals, w, starts, keys, jobs)];
+    if (fromRollup) statements.push(rollupSums(w.owner, w.start, stop, starts, keys));
+    const rows = (
+      await Promise.all(
+        statements.map(({ text, values }): Promise<SpanSumRow[]> =>
+          this.orm.em.getConnection().execute(text, values),
+        ),
+      )
+    ).flat();
     return rows.map((r) => ({
       ...r,
       weight: BigInt(r.weight),
@@ -227,6 +241,10 @@ export class BillingService {
       toEnd: parseMicros(r.to_end),
     }));
   }
+}
+
+function isMidnight(d: Date): boolean {
+  return d.getTime() % 86_400_000 === 0;
 }
 
 function min(a: Date, b: Date): Date {

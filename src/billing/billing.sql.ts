@@ -139,3 +139,57 @@ export function spanSums(
       count(*)::int as count, ${sums}
     from (${intervals}) iv group by ${groups}`;
 }
+
+/**
+ * Jobs still running during the window (`finished_at` null, in `jobs_billing_long_index`): the
+ * only jobs the rollup does not hold yet.
+ */
+export function runningIntervals({ owner, start, asOf }: Window): Statement {
+  const s = sql`${start.toISOString()}::timestamptz`;
+  const e = sql`${asOf.toISOString()}::timestamptz`;
+  return sql`
+    select machine_type, model_id, machine_count::bigint as weight, greatest(started_at, ${s}) as a,
+      greatest(${e}, started_at, ${s}) as b
+    from jobs
+    where owner_type = ${owner.type} and owner_id = ${owner.id} and started_at is not null
+      and finished_at is null and started_at < ${e}`;
+}
+
+/**
+ * The `spend_daily` rollup as `spanSums` rows: each day's machine-seconds in its bucket (a day
+ * lies in one bucket: buckets are whole days or months), `count` the jobs that started that day.
+ * Also one row per key of the ended jobs that started before the window and ran into it (their
+ * time is in the rollup's days; only their count is missing). `[start, stop)` are whole UTC days.
+ */
+export function rollupSums(
+  owner: Owner,
+  start: Date,
+  stop: Date,
+  bucketStarts: Date[],
+  keys: GroupKey[],
+): Statement {
+  const s = sql`${start.toISOString()}::timestamptz`;
+  const bounds = sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
+  const columns = raw(
+    keys.map((k) => (k === 'model_id' ? 'model_id::text as model_id, ' : `${k}, `)).join(''),
+  );
+  const groupBy = (last: string[]) => {
+    const names = [...keys, ...last];
+    return raw(names.length ? `group by ${names.join(', ')}` : '');
+  };
+  const spanning = sql`
+    select ${columns}1 as first, 1 as last, count(*)::int as count, '0' as weight, '0' as from_start, '0' as to_end
+    from jobs where owner_type = ${owner.type} and owner_id = ${owner.id} and started_at is not null
+      and started_at < ${s} and finished_at > ${s}
+      and (started_at > ${s} - interval '1 day' and finished_at - started_at < interval '1 day'
+           or finished_at - started_at >= interval '1 day')
+    ${groupBy([])} having count(*) > 0`;
+  return sql`
+    select ${columns}bucket as first, bucket as last, sum(jobs)::int as count, '0' as weight,
+      '0' as from_start, sum(machine_seconds)::text as to_end
+    from (select *, width_bucket(day::timestamp at time zone 'UTC', ${bounds}) as bucket from spend_daily
+          where owner_type = ${owner.type} and owner_id = ${owner.id}
+            and day >= ${start.toISOString().slice(0, 10)}::date and day < ${stop.toISOString().slice(0, 10)}::date) d
+    ${groupBy(['bucket'])}
+    union all ${spanning}`;
+}

@@ -4,6 +4,7 @@ export type ErrorCode =
   | 'BAD_REQUEST'
   | 'VALIDATION_FAILED'
   | 'UNAUTHENTICATED'
+  | 'BUDGET_EXCEEDED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
   | 'CONFLICT'
@@ -20,6 +21,7 @@ const httpStatus: Record<ErrorCode, number> = {
   BAD_REQUEST: 400,
   VALIDATION_FAILED: 400,
   UNAUTHENTICATED: 401,
+  BUDGET_EXCEEDED: 402,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,

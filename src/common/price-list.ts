@@ -1,5 +1,13 @@
 import { parse } from 'yaml';
-import { MAX_PRICE_DECIMALS, parseDecimal, type Decimal } from './decimal';
+import {
+  MAX_PRICE_DECIMALS,
+  MICROS,
+  divRound,
+  formatDecimal,
+  formatScaled,
+  parseDecimal,
+  type Decimal,
+} from './decimal';
 
 /** The price list usage is billed with (`PRICES_FILE`, docs/billing.md). */
 export interface PriceList {
@@ -119,4 +127,51 @@ function minorDigitsOf(code: string): number | undefined {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** What a job's cost is made of (columns the job rows always carry). */
+export interface CostFacts {
+  machineType: string;
+  machineCount: number;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  /** Set when it ended: its run time, exact to the microsecond (PostgreSQL's interval as float8). */
+  runSeconds: number | null;
+}
+
+export interface JobCost {
+  /** Decimal string with two more digits than the currency's minor unit (USD: `0.0123`). */
+  amount: string;
+  currency: string;
+  /** False while the job may still run: the amount so far. */
+  final: boolean;
+}
+
+/**
+ * A job's cost: machine price per second x machine count x run time, rounded half up once to
+ * two digits past the minor unit (a cent's hundredths), from the fields already on the row, so a
+ * list prices its jobs without another query. A job that never ran costs nothing.
+ */
+export function jobCost(prices: PriceList, job: CostFacts, now = Date.now()): JobCost {
+  const final = job.finishedAt !== null;
+  let micros = 0n;
+  if (job.startedAt !== null) {
+    micros = final
+      ? BigInt(Math.round((job.runSeconds ?? 0) * 1e6))
+      : BigInt(Math.max(0, now - job.startedAt.getTime())) * 1000n;
+  }
+  const price = machinePrice(prices, job.machineType);
+  const scale = prices.minorDigits + 2;
+  const units = divRound(
+    micros * BigInt(job.machineCount) * price.units * 10n ** BigInt(scale),
+    MICROS * 10n ** BigInt(price.scale),
+  );
+  return { amount: formatScaled(units, scale), currency: prices.currency, final };
+}
+
+/** The price list as PostgreSQL's jsonb of decimal strings by machine type (`default` among them). */
+export function machinePricesJson(prices: PriceList): string {
+  return JSON.stringify(
+    Object.fromEntries([...prices.perMachineSecond].map(([type, d]) => [type, formatDecimal(d)])),
+  );
 }

@@ -69,6 +69,13 @@ export interface WebhookCheck {
   }): Promise<{ webhook: string | null; events: WebhookEvent[] }>;
 }
 
+/** The owner's budget, asked before jobs are made (BudgetService, wired in server/services.ts). */
+export interface BudgetCheck {
+  maxCostOf(job: Pick<Job, 'machineType' | 'machineCount' | 'timeoutSeconds'>): string;
+  /** Throws BUDGET_EXCEEDED (402) when `jobCount` jobs of at most `maxCostPerJob` could pass a blocking budget. */
+  assertAllows(owner: Owner, maxCostPerJob: string, jobCount: number): Promise<void>;
+}
+
 /**
  * The rules of making jobs: a deployment and its first job (the arguments checked against the
  * model, the command built, who may run what), and a retry of a job that has ended. Its SQL is
@@ -95,6 +102,7 @@ export class DeploymentService {
     private readonly lifecycle: JobLifecycle | null = null,
     /** Whether the owner has the secrets a model needs; null: models' secrets are not checked. */
     private readonly secrets: Pick<SecretService, 'missing'> | null = null,
+    private readonly budget: BudgetCheck | null = null,
   ) {}
 
   /**
@@ -135,6 +143,7 @@ export class DeploymentService {
   ): Promise<{ deployment: Deployment; job: Job }> {
     await this.limit?.take(limitKey(principal, undefined), 'too many deployments; try again shortly');
     const { deployment, job, cancelAfter } = await this.prepare(principal, input);
+    await this.budget?.assertAllows(ownerOf(principal), this.budget.maxCostOf(job), 1);
     // A worker of this process with a free slot claims the job in the same statement (`starting`,
     // no dispatch task): the queue's round trips and the claim's own statement are saved. The
     // claim commits before the program starts, as a claim through the queue does.
@@ -286,6 +295,8 @@ export class DeploymentService {
     this.assertMachineType(version.machineType);
     await this.assertRunnable(model);
     await this.assertSecrets(ownerOf(principal), version.secrets);
+    // The whole batch against a blocking budget, before anything is checked item by item.
+    await this.budget?.assertAllows(ownerOf(principal), this.budget.maxCostOf(version), items.length);
     if (fileArg !== null && !version.args.some((a) => a.name === fileArg && a.type === 'file'))
       throw AppError.validation({ 'inputs.arg': `is not a file argument of this model` });
     const problems: Record<string, string> = {};
@@ -375,6 +386,7 @@ export class DeploymentService {
     await this.models.get(principal, model.id);
     await this.assertRunnable(model);
     await this.assertSecrets(ownerOf(principal), job.secrets);
+    await this.budget?.assertAllows(ownerOf(principal), this.budget.maxCostOf(job), 1);
     const live = await this.media.ownedLive(
       principal,
       job.inputs.map((i) => i.mediaId),

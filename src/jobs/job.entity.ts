@@ -48,6 +48,11 @@ export interface JobInput {
 })
 // A batch's counts by state (a GROUP BY over this index) and its jobs by state, newest first.
 @Index({ name: 'jobs_batch_status_index', properties: ['batch', 'status', 'createdAt', 'id'] })
+// What an owner's unfinished jobs may still cost, read by every budget check (docs/governance.md).
+@Index({
+  name: 'jobs_unfinished_owner_index',
+  expression: `create index "jobs_unfinished_owner_index" on "jobs" ("owner_type", "owner_id") include ("machine_type", "machine_count", "timeout_seconds", "started_at") where "status" in ('queued', 'starting', 'running')`,
+})
 // The queue's depth and oldest age (metrics) without reading ended jobs.
 @Index({
   name: 'jobs_queued_index',

@@ -29,6 +29,7 @@ import { JobService } from './job.service';
 import type { JobStatus } from './job.states';
 import {
   JobConnection,
+  JobCostType,
   JobFilterInput,
   JobLogLineType,
   JobTransitionType,
@@ -180,6 +181,13 @@ export class JobResolver {
 
   private deploymentLoader(ctx: RequestContext) {
     return byId(ctx.loaders, 'deployments.byId', (ids) => this.deployments.byIds(ids));
+  }
+
+  @FieldResolver(() => JobCostType, {
+    description: 'What it cost (so far, with `final: false`, while it may still run), from the price list.',
+  })
+  cost(@Root() job: JobType) {
+    return this.service.costOf(job);
   }
 
   @FieldResolver(() => [MediaAssetType], { description: 'The files it wrote, as media assets.' })

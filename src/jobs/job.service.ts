@@ -1,3 +1,4 @@
+import { DEFAULT_PRICES, jobCost, type CostFacts, type JobCost, type PriceList } from '../common/price-list';
 import { assertOwned, ownerOf, type Owner, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
@@ -56,7 +57,13 @@ export class JobService {
     private readonly queries: JobQueries,
     /** Told of each transition this process makes (log lines, metrics). */
     private readonly lifecycle: JobLifecycle | null = null,
+    private readonly prices: PriceList = DEFAULT_PRICES,
   ) {}
+
+  /** A job's cost from the fields its row already has (no query: lists price every row). */
+  costOf(job: CostFacts): JobCost {
+    return jobCost(this.prices, job);
+  }
 
   /**
    * A page of the owner's jobs in one statement. `read` names the entity properties wanted of the

@@ -20,6 +20,12 @@ export interface JobStatementParts {
    * (each job's deployment says whether its webhook hears them).
    */
   readonly events: (made: { jobs: string; events: readonly WebhookEvent[] }) => StatementPart;
+  /**
+   * Part of a transition's statement that ends jobs (`succeeded`, `failed`, `canceled`): billing's
+   * spend rollup of the rows of `jobs` (their cost per owner and day) and the budget thresholds
+   * their cost crosses (docs/governance.md).
+   */
+  readonly ended: (made: { jobs: string }) => StatementPart;
   /** Part of the statement publishing a batch of lines of the job `jobId`: the `logs` message. */
   readonly lines: (jobId: Sql) => StatementPart;
   /**

@@ -8,7 +8,7 @@ import type { OwnerType } from '../common/principal';
 import { BATCH_CHUNK, BATCH_DISPATCH_TASK, BATCH_PRIORITY, DISPATCH_TASK } from './job.queue';
 import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
 import type { Acting, JobStatementParts } from './job.statement-parts.port';
-import { FROM, type JobStatus } from './job.states';
+import { FROM, isTerminal, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
 
 /** What a transition may record beside the new state. */
@@ -209,6 +209,8 @@ export class JobStore {
         ],
       });
     if (events.length) parts.push(this.parts.events({ jobs: 'upd', events }));
+    // What the job cost goes into the owner's spend in the statement that ends it.
+    if (isTerminal(to)) parts.push(this.parts.ended({ jobs: 'upd' }));
     const statement = withCtes(
       [...ctes, ...ctesOf(parts)],
       sql`select ${raw(prefixedColumns(this.orm, Job, 'upd', ''))}, upd.from_status,

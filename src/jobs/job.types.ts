@@ -57,6 +57,20 @@ export class JobLogLineType {
   }
 }
 
+@ObjectType('JobCost', {
+  description: "A job's cost from the price list: machine price x machine count x run time.",
+})
+export class JobCostType {
+  @Field(() => String, { description: 'Decimal string, two digits past the minor unit (USD: `0.0123`).' })
+  amount!: string;
+
+  @Field(() => String)
+  currency!: string;
+
+  @Field(() => Boolean, { description: 'False while the job may still run: the cost so far.' })
+  final!: boolean;
+}
+
 @ObjectType('Job', { description: 'The state of a deployment on an executor, with what it produced.' })
 export class JobType {
   @Field(() => ID)
@@ -233,6 +247,7 @@ const FIELD_SOURCES: Record<string, readonly string[]> = {
   error: ['error'],
   queueSeconds: ['queueSeconds'],
   runSeconds: ['runSeconds'],
+  cost: ['machineType', 'machineCount', 'runSeconds', 'startedAt', 'finishedAt'],
   result: ['output'],
   resultUrls: ['output'],
   createdAt: ['createdAt'],

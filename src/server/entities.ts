@@ -11,7 +11,7 @@ import { Batch } from '../batches/batch.entity';
 import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
 import { MediaAsset, MediaTag } from '../media/media.entity';
-import { MediaStorageInterval } from '../billing/billing.entity';
+import { Budget, BudgetNotice, MediaStorageInterval, SpendDay } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
 import { RateLimitCounter } from '../rate-limits/rate-limit.entity';
@@ -46,6 +46,9 @@ export const entities = [
   DendriteInstance,
   Matterbridge,
   MediaStorageInterval,
+  SpendDay,
+  Budget,
+  BudgetNotice,
   RateLimitCounter,
   PersistedDocument,
   SessionToken,

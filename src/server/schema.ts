@@ -10,6 +10,7 @@ import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BatchResolver } from '../batches/batch.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
+import { BudgetResolver } from '../billing/budget.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { SecretResolver } from '../secrets/secret.resolver';
 import { AppError } from '../common/errors';
@@ -29,6 +30,7 @@ function resolverInstances(s: Services) {
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
     new BatchResolver(s.batches, s.media),
     new BillingResolver(s.billing),
+    new BudgetResolver(s.budgets),
     new WebhookResolver(s.webhooks),
     new SecretResolver(s.secrets),
   ];
@@ -45,6 +47,7 @@ const resolverClasses = [
   JobResolver,
   BatchResolver,
   BillingResolver,
+  BudgetResolver,
   WebhookResolver,
   SecretResolver,
 ] as const;

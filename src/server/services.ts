@@ -3,6 +3,9 @@ import { BatchStore } from '../batches/batch.store';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyService } from '../auth/api-key.service';
 import { BillingService } from '../billing/billing.service';
+import { spendPart } from '../billing/billing.spend';
+import { BudgetService } from '../billing/budget.service';
+import { DEFAULT_PRICES, type PriceList } from '../common/price-list';
 import { Authenticator } from '../auth/authenticator';
 import { LoginService } from '../auth/login.service';
 import { openIdClient } from '../auth/oidc.client';
@@ -42,12 +45,17 @@ import { IdempotencyService } from '../idempotency/idempotency.service';
 
 /**
  * What other modules add to the job lifecycle's statements (job.statement-parts.port.ts): a
- * model's run count, webhook messages, and a team's audit records (none without `audit`).
+ * model's run count, webhook messages, a team's audit records (none without `audit`), and the
+ * spend rollup and budget thresholds of jobs that end (priced with `spend.prices`).
  */
-export function jobStatementParts(audit: AuditLog | null): JobStatementParts {
+export function jobStatementParts(
+  audit: AuditLog | null,
+  spend: { prices: PriceList; mail: boolean } = { prices: DEFAULT_PRICES, mail: false },
+): JobStatementParts {
   return {
     created: [runCountPart],
     ...webhookJobParts,
+    ended: spendPart(spend.prices, { mail: spend.mail }),
     acted: (caller, action, rows) => audit?.statementPart(caller, action, rows) ?? null,
   };
 }
@@ -113,11 +121,14 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobStore = new JobStore(orm, jobStatementParts(audit));
+  const jobStore = new JobStore(
+    orm,
+    jobStatementParts(audit, { prices: config.prices, mail: config.smtpUrl !== undefined }),
+  );
   const jobQueries = new JobQueries(orm);
   // The free slots of this process's worker (if it has one), where jobs created here are claimed.
   const claims = new LocalClaims();
-  const jobs = new JobService(jobStore, jobQueries, lifecycle);
+  const jobs = new JobService(jobStore, jobQueries, lifecycle, config.prices);
   // The process's one listener for job events: every live consumer listens to it, none to the bus.
   const events = new JobEvents(bus, jobs, log);
   const webhooks = new WebhookService(
@@ -137,6 +148,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
           windowSeconds: 60,
         })
       : null;
+  const budgets = new BudgetService(orm, config.prices, webhooks, audit);
   const deployments = new DeploymentService(
     jobStore,
     jobQueries,
@@ -150,6 +162,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     deploymentLimit,
     lifecycle,
     secrets,
+    budgets,
   );
   const batches = new BatchService(
     new BatchStore(orm),
@@ -186,6 +199,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     events,
     live,
     billing,
+    budgets,
     webhooks,
     idempotency,
     history,

@@ -11,6 +11,8 @@ import { Loaders } from '../graphql/graphql.loaders';
 import { inviteMailTask, smtpMailer } from '../teams/invite.mail';
 import { INVITE_MAIL_TASK } from '../teams/team.invites';
 import type { Services } from './services';
+import { budgetMailTask } from '../billing/budget.mail';
+import { BUDGET_MAIL_TASK } from '../billing/billing.spend';
 
 /** The worker role's short tasks by name (src/tasks/task.runner.ts): webhook attempts, job deadlines, invitation mails. */
 export function workerTasks(
@@ -36,17 +38,16 @@ export function workerTasks(
     log,
     { timeoutMs: config.webhookTimeoutSeconds * 1000, policy: services.webhooks.policy },
   );
+  const mailTasks = (smtpUrl: string, from: string) => {
+    const mailer = smtpMailer(smtpUrl, from);
+    return {
+      [INVITE_MAIL_TASK]: inviteMailTask(services.invites, mailer, log),
+      [BUDGET_MAIL_TASK]: budgetMailTask(orm, mailer, log),
+    };
+  };
   return {
     [DEADLINE_TASK]: (p) => services.jobs.cancelAtDeadline((p as { jobId: string }).jobId),
     ...deliverer.tasks(),
-    ...(config.smtpUrl
-      ? {
-          [INVITE_MAIL_TASK]: inviteMailTask(
-            services.invites,
-            smtpMailer(config.smtpUrl, config.mailFrom),
-            log,
-          ),
-        }
-      : {}),
+    ...(config.smtpUrl ? mailTasks(config.smtpUrl, config.mailFrom) : {}),
   };
 }

@@ -94,7 +94,8 @@ export class TeamInvite {
   answeredAt: Date | null = null;
 }
 
-export type AuditVia = 'session' | 'api_key' | 'user_token';
+/** `system`: the service itself (a budget threshold crossed). */
+export type AuditVia = 'session' | 'api_key' | 'user_token' | 'system';
 
 /**
  * What was done to or for a team, by whom, written in the transaction of the change itself. No API

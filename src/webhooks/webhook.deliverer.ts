@@ -75,13 +75,15 @@ export class WebhookDeliverer {
     if (!found || found.status !== 'pending' || found.attempts !== attempt - 1) return;
     const owner = { type: found.ownerType, id: found.ownerId };
     let body = found.body;
-    if (body === null) {
+    // Only a job's messages are rendered at their first attempt; others are made with their body.
+    if (body === null && found.job) {
       const job = (await this.render(owner, found.job.id)) as Record<string, unknown> | null;
       if (job === null) return this.record(found, attempt, new Date(), gone());
       // The stored tail is saved every 5 s while a job runs; a `logs` message has the latest lines.
       if (found.event === 'logs') job.log_tail = (await this.recentLogTail(found.job.id)) ?? job.log_tail;
       body = JSON.stringify(job);
     }
+    if (body === null) return this.record(found, attempt, new Date(), gone());
     // Counts the attempt, records a previous one whose worker died as interrupted, and arms the
     // watch over this one, in one statement.
     const [started]: Record<string, unknown>[] = await em.execute(

@@ -43,8 +43,9 @@ export class WebhookDelivery {
   @PrimaryKey({ type: 'text' })
   id!: string;
 
-  @ManyToOne(() => Job, { deleteRule: 'cascade' })
-  job!: Job;
+  /** Null for a message about no job (a budget's `budget.threshold`, whose body is fixed when made). */
+  @ManyToOne(() => Job, { deleteRule: 'cascade', nullable: true })
+  job!: Job | null;
 
   @Property({ type: 'text' })
   ownerType!: OwnerType;
@@ -53,7 +54,7 @@ export class WebhookDelivery {
   ownerId!: string;
 
   @Property({ type: 'text' })
-  event!: WebhookEvent;
+  event!: WebhookEvent | 'budget.threshold';
 
   @Property({ type: 'text' })
   url!: string;

@@ -108,7 +108,7 @@ export class WebhookDeliveryType {
   static from(d: WebhookDelivery): WebhookDeliveryType {
     return Object.assign(new WebhookDeliveryType(), {
       id: d.id,
-      jobId: d.job.id,
+      jobId: d.job!.id, // listed per job: always a job's
       event: d.event as WebhookEventEnum,
       url: d.url,
       status: d.status as WebhookDeliveryStatusEnum,

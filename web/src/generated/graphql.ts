@@ -3,6 +3,11 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** `BLOCK`: refuse work that could pass the limit (402 BUDGET_EXCEEDED); `NOTIFY`: only announce. */
+export type BudgetAction =
+  | 'BLOCK'
+  | 'NOTIFY';
+
 export type CreateApiKeyInput = {
   name: string;
   /** A team key's role: `member` (default) or `viewer`. */
@@ -136,7 +141,7 @@ export type DeleteSecretMutationVariables = Exact<{
 
 export type DeleteSecretMutation = { deleteSecret: string };
 
-export type JobRowFragment = { id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null };
+export type JobRowFragment = { id: string, status: JobStatus, createdAt: string, updatedAt: string, cost: { amount: string, currency: string, final: boolean }, deployment: { id: string, name: string }, model: { id: string, name: string } | null };
 
 export type JobListQueryVariables = Exact<{
   first?: number | null | undefined;
@@ -144,21 +149,21 @@ export type JobListQueryVariables = Exact<{
 }>;
 
 
-export type JobListQuery = { jobs: { nodes: Array<{ id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
+export type JobListQuery = { jobs: { nodes: Array<{ id: string, status: JobStatus, createdAt: string, updatedAt: string, cost: { amount: string, currency: string, final: boolean }, deployment: { id: string, name: string }, model: { id: string, name: string } | null }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
 
 export type JobEventsSubscriptionVariables = Exact<{ [key: string]: never; }>;
 
 
-export type JobEventsSubscription = { jobs: { id: string, status: JobStatus, createdAt: string, updatedAt: string, deployment: { id: string, name: string }, model: { id: string, name: string } | null } };
+export type JobEventsSubscription = { jobs: { id: string, status: JobStatus, createdAt: string, updatedAt: string, cost: { amount: string, currency: string, final: boolean }, deployment: { id: string, name: string }, model: { id: string, name: string } | null } };
 
-export type JobDetailFragment = { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, model: { id: string, name: string } | null };
+export type JobDetailFragment = { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean }, model: { id: string, name: string } | null };
 
 export type JobPageQueryVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type JobPageQuery = { job: { logTail: string, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, model: { id: string, name: string, args: Array<{ name: string, type: string, description: string | null }> } | null, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string } } };
+export type JobPageQuery = { job: { logTail: string, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, model: { id: string, name: string, args: Array<{ name: string, type: string, description: string | null }> } | null, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean } } };
 
 export type MediaNameQueryVariables = Exact<{
   id: string | number;
@@ -172,7 +177,7 @@ export type JobWatchSubscriptionVariables = Exact<{
 }>;
 
 
-export type JobWatchSubscription = { jobUpdated: { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, model: { id: string, name: string } | null } };
+export type JobWatchSubscription = { jobUpdated: { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean }, model: { id: string, name: string } | null } };
 
 export type JobLogsSubscriptionVariables = Exact<{
   id: string | number;
@@ -375,7 +380,7 @@ export type DeclineTeamInviteMutation = { declineInvite: { invite: { status: str
 export type MonthUsageQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type MonthUsageQuery = { usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageByteSeconds: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
+export type MonthUsageQuery = { budget: { monthlyLimit: string | null, currency: string, spent: string, committed: string, action: BudgetAction | null }, usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageByteSeconds: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -413,6 +418,11 @@ export const JobRowFragmentDoc = new TypedDocumentString(`
   status
   createdAt
   updatedAt
+  cost {
+    amount
+    currency
+    final
+  }
   deployment {
     id
     name
@@ -457,6 +467,11 @@ export const JobDetailFragmentDoc = new TypedDocumentString(`
   status
   createdAt
   updatedAt
+  cost {
+    amount
+    currency
+    final
+  }
   deployment {
     id
     name
@@ -662,6 +677,11 @@ export const JobListDocument = new TypedDocumentString(`
   status
   createdAt
   updatedAt
+  cost {
+    amount
+    currency
+    final
+  }
   deployment {
     id
     name
@@ -682,6 +702,11 @@ export const JobEventsDocument = new TypedDocumentString(`
   status
   createdAt
   updatedAt
+  cost {
+    amount
+    currency
+    final
+  }
   deployment {
     id
     name
@@ -711,6 +736,11 @@ export const JobPageDocument = new TypedDocumentString(`
   status
   createdAt
   updatedAt
+  cost {
+    amount
+    currency
+    final
+  }
   deployment {
     id
     name
@@ -768,6 +798,11 @@ export const JobWatchDocument = new TypedDocumentString(`
   status
   createdAt
   updatedAt
+  cost {
+    amount
+    currency
+    final
+  }
   deployment {
     id
     name
@@ -1211,6 +1246,13 @@ export const DeclineTeamInviteDocument = new TypedDocumentString(`
     `) as unknown as TypedDocumentString<DeclineTeamInviteMutation, DeclineTeamInviteMutationVariables>;
 export const MonthUsageDocument = new TypedDocumentString(`
     query MonthUsage {
+  budget {
+    monthlyLimit
+    currency
+    spent
+    committed
+    action
+  }
   usage(granularity: DAY) {
     currency
     total

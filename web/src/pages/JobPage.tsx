@@ -1,3 +1,4 @@
+import { costText } from './Jobs';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { gql, messageOf } from '../api/graphql';
 import { onReconnect, subscribe } from '../api/live';
@@ -155,6 +156,8 @@ export function JobPage({ id }: { id: string }) {
             <dd>{seconds(job.queueSeconds)}</dd>
             <dt>Ran for</dt>
             <dd>{seconds(job.runSeconds)}</dd>
+            <dt>Cost</dt>
+            <dd data-testid="job-cost">{costText(job.cost)}</dd>
             {job.exitCode !== null ? (
               <>
                 <dt>Exit code</dt>

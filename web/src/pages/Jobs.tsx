@@ -15,6 +15,11 @@ const PAGE = 50;
 const ROW_HEIGHT = 64;
 
 /** Newest first, like the API: by creation time, then id. */
+/** A job's cost as a person reads it: the exact amount, `so far` while it may still run. */
+export function costText(c: { amount: string; currency: string; final: boolean }): string {
+  return `${c.amount} ${c.currency}${c.final ? '' : ' so far'}`;
+}
+
 const newerFirst = (a: JobRowFragment, b: JobRowFragment) =>
   a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1;
 
@@ -154,6 +159,9 @@ export function JobsPage() {
                 )}
               </span>
               <span className="job-when muted">{when(j.createdAt)}</span>
+              <span className="job-cost muted" title={j.cost.final ? 'cost' : 'cost so far'}>
+                {costText(j.cost)}
+              </span>
               <StatusBadge status={j.status} />
             </Link>
           )}

@@ -76,10 +76,14 @@ function chartOf(usage: MonthUsageQuery['usage']) {
 /** This month's billing usage: a daily chart and a table per model. */
 export function UsagePage() {
   const [usage, setUsage] = useState<MonthUsageQuery['usage'] | null>(null);
+  const [budget, setBudget] = useState<MonthUsageQuery['budget'] | null>(null);
   const [error, setError] = useState('');
   useEffect(() => {
     gql(MonthUsageDocument).then(
-      (r) => setUsage(r.usage),
+      (r) => {
+        setUsage(r.usage);
+        setBudget(r.budget);
+      },
       (err: unknown) => setError(messageOf(err)),
     );
   }, []);
@@ -103,6 +107,7 @@ export function UsagePage() {
         so far (storage: {storageAmount(Number(usage.storage.byteSeconds))},{' '}
         {amount(Number(usage.storage.amount))} {usage.currency}).
       </p>
+      {budget ? <BudgetNote budget={budget} /> : null}
       {chart.unit !== usage.currency && chart.bars.some((b) => b.values[0] > 0) ? (
         <p className="muted">
           Every day so far costs less than 0.01 {usage.currency}: the chart shows the {chart.unit} used
@@ -140,5 +145,24 @@ export function UsagePage() {
         </div>
       )}
     </section>
+  );
+}
+
+/** The month's budget: spent and committed against the limit (docs/governance.md). */
+function BudgetNote({ budget: b }: { budget: MonthUsageQuery['budget'] }) {
+  if (b.monthlyLimit === null)
+    return (
+      <p data-testid="budget" className="muted">
+        No monthly budget set (spent {b.spent} {b.currency}, committed {b.committed} {b.currency}).
+      </p>
+    );
+  const share = (Number(b.spent) / Number(b.monthlyLimit)) * 100;
+  return (
+    <p data-testid="budget">
+      Budget: <strong>{b.spent}</strong> spent and {b.committed} committed of {b.monthlyLimit} {b.currency} (
+      {share.toFixed(0)} %; {b.action === 'BLOCK' ? 'new work that could pass it is refused' : 'notify only'}
+      ).
+      <meter min={0} max={Number(b.monthlyLimit)} value={Number(b.spent)} aria-label="budget spent" />
+    </p>
   );
 }
