@@ -22,6 +22,7 @@ import { Migration20261126152427_models_products } from './Migration202611261524
 import { Migration20261126153000_list_indexes } from './Migration20261126153000_list_indexes';
 import { Migration20261126160000_invite_user } from './Migration20261126160000_invite_user';
 import { Migration20261127010000_batches } from './Migration20261127010000_batches';
+import { Migration20261127070000_batch_live } from './Migration20261127070000_batch_live';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -47,4 +48,5 @@ export const migrationsList = [
   { name: 'Migration20261126153000_list_indexes', class: Migration20261126153000_list_indexes },
   { name: 'Migration20261126160000_invite_user', class: Migration20261126160000_invite_user },
   { name: 'Migration20261127010000_batches', class: Migration20261127010000_batches },
+  { name: 'Migration20261127070000_batch_live', class: Migration20261127070000_batch_live },
 ];

@@ -40,6 +40,11 @@ export interface JobInput {
 })
 // A batch's counts by state (a GROUP BY over this index) and its jobs by state, newest first.
 @Index({ name: 'jobs_batch_status_index', properties: ['batch', 'status', 'createdAt', 'id'] })
+// A batch's items in order (its results zip reads them by ranges of items).
+@Index({
+  name: 'jobs_batch_item_index',
+  expression: `create index "jobs_batch_item_index" on "jobs" ("batch_id", "batch_item") where "batch_id" is not null`,
+})
 // The queue's depth and oldest age (metrics) without reading ended jobs.
 @Index({
   name: 'jobs_queued_index',
@@ -129,6 +134,10 @@ export class Job {
    */
   @ManyToOne({ entity: 'Batch', nullable: true, mapToPk: true, deleteRule: 'cascade' })
   batch: string | null = null;
+
+  /** Its item's place in the batch's request (0-based; a retry keeps it): names its results. */
+  @Property({ type: 'integer', nullable: true })
+  batchItem: number | null = null;
 
   /** Set when it failed because of the infrastructure, not the program (`JobExit.infrastructure`). */
   @Property({ type: 'boolean', default: false })

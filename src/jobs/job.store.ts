@@ -355,10 +355,10 @@ export class JobStore {
       {
         name: 'j',
         sql: sql`
-         insert into jobs (id, deployment_id, batch_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
+         insert into jobs (id, deployment_id, batch_id, batch_item, model_id, owner_type, owner_id, status, executor, argv, inputs,
                            container, machine_type, machine_count, timeout_seconds, max_retries, log_tail,
                            created_at, updated_at)
-         select items.job_id, d.id, batch_row.id, ${n.modelId}, ${n.owner.type}, ${n.owner.id}, 'queued', ${n.executor},
+         select items.job_id, d.id, batch_row.id, items.n, ${n.modelId}, ${n.owner.type}, ${n.owner.id}, 'queued', ${n.executor},
                 items.argv, items.inputs, ${n.container}, ${n.machineType}, ${n.machineCount}, ${n.timeoutSeconds},
                 ${n.maxRetries}, '', now(), now()
          from items join d on d.id = items.d_id cross join batch_row

@@ -9,6 +9,7 @@ import { MediaResolver } from '../media/media.resolver';
 import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BatchResolver } from '../batches/batch.resolver';
+import { BatchLiveResolver } from '../batches/batch.live.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { SecretResolver } from '../secrets/secret.resolver';
@@ -28,6 +29,7 @@ function resolverInstances(s: Services) {
     new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
     new BatchResolver(s.batches, s.media),
+    new BatchLiveResolver(),
     new BillingResolver(s.billing),
     new WebhookResolver(s.webhooks),
     new SecretResolver(s.secrets),
@@ -44,6 +46,7 @@ const resolverClasses = [
   DeploymentResolver,
   JobResolver,
   BatchResolver,
+  BatchLiveResolver,
   BillingResolver,
   WebhookResolver,
   SecretResolver,
