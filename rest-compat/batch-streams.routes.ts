@@ -7,7 +7,16 @@ import type { BatchResults } from '../src/batches/batch.results';
 import { batchSummary } from '../src/batches/batch.webhook';
 import { sendError } from '../src/http/http.helpers';
 import type { ApiDoc } from '../src/http/openapi/openapi.docs';
-import { enumOf, integer, isoTime, nullable, number, object, string, uuid } from '../src/http/openapi/json-schema';
+import {
+  enumOf,
+  integer,
+  isoTime,
+  nullable,
+  number,
+  object,
+  string,
+  uuid,
+} from '../src/http/openapi/json-schema';
 
 const KEEPALIVE_MS = 15_000;
 const count = { ...integer, minimum: 0 };
@@ -42,7 +51,8 @@ export const batchStreamDocs: ApiDoc[] = [
       'Every result file of the batch and manifest.json, as one zip written while it is sent (docs/batches.md, "Results")',
     responses: {
       '200': {
-        description: 'the zip (zip64 when large): `<item>-<source name>/<output name>` per file, `manifest.json` last',
+        description:
+          'the zip (zip64 when large): `<item>-<source name>/<output name>` per file, `manifest.json` last',
         content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
       },
     },
@@ -51,7 +61,8 @@ export const batchStreamDocs: ApiDoc[] = [
     method: 'get',
     path: '/api/v1/batches/:id/events',
     operationId: 'BatchEvents',
-    summary: "The batch's counts as server-sent events: now, then as they change (at most 4 a second), until it ends",
+    summary:
+      "The batch's counts as server-sent events: now, then as they change (at most 4 a second), until it ends",
     responses: {
       '200': {
         description: 'the stream; it ends after the `completed` event',
@@ -59,11 +70,15 @@ export const batchStreamDocs: ApiDoc[] = [
           'text/event-stream': {
             schema: {
               type: 'string',
-              description: 'events `event: progress|completed`, `data: <JSON>`; `: keepalive` comments every 15 s',
+              description:
+                'events `event: progress|completed`, `data: <JSON>`; `: keepalive` comments every 15 s',
             },
             'x-events': {
               progress: { description: 'the counts now', schema: summarySchema },
-              completed: { description: 'the last event: the batch completed or was canceled', schema: summarySchema },
+              completed: {
+                description: 'the last event: the batch completed or was canceled',
+                schema: summarySchema,
+              },
             },
           },
         },
@@ -79,7 +94,8 @@ export const batchStreamDocs: ApiDoc[] = [
  */
 export function batchStreamRoutes(results: BatchResults, live: BatchLive): Router {
   const router = Router();
-  const handle = (run: (req: Request, res: Response, principal: Principal) => Promise<void>) =>
+  const handle =
+    (run: (req: Request, res: Response, principal: Principal) => Promise<void>) =>
     async (req: Request, res: Response) => {
       try {
         await run(req, res, requirePrincipal((res.locals.principal as Principal | null) ?? null));
@@ -121,7 +137,9 @@ export function batchStreamRoutes(results: BatchResults, live: BatchLive): Route
             connection: 'keep-alive',
             'x-accel-buffering': 'no',
           });
-        res.write(`event: ${last ? 'completed' : 'progress'}\ndata: ${JSON.stringify(batchSummary(view))}\n\n`);
+        res.write(
+          `event: ${last ? 'completed' : 'progress'}\ndata: ${JSON.stringify(batchSummary(view))}\n\n`,
+        );
         if (last) setImmediate(end);
       });
       if (res.writableEnded) return stop();

@@ -29,7 +29,10 @@ beforeAll(async () => {
   };
   t = await startTestApp(env);
   // A second worker on the same database: both hear every job's end.
-  worker2 = await startTestApp({ ...env, ROLES: 'api,worker' }, { databaseUrl: t.databaseUrl, issuer: t.issuer });
+  worker2 = await startTestApp(
+    { ...env, ROLES: 'api,worker' },
+    { databaseUrl: t.databaseUrl, issuer: t.issuer },
+  );
   alice = `Bearer ${await t.tokenFor('alice')}`;
   bob = `Bearer ${await t.tokenFor('bob')}`;
 }, 120_000);
@@ -124,13 +127,20 @@ describe('results', () => {
     expect(res.headers['content-disposition']).toContain(`batch-${id}-results.zip`);
     const entries = await unzip(res.body as Buffer);
     // The failed item (exit 3) keeps no outputs, as any failed job: it is in the manifest only.
-    expect([...entries.keys()].sort()).toEqual(['0-cat.png/result.txt', '1-dog.png/result.txt', 'manifest.json']);
+    expect([...entries.keys()].sort()).toEqual([
+      '0-cat.png/result.txt',
+      '1-dog.png/result.txt',
+      'manifest.json',
+    ]);
     expect(entries.get('0-cat.png/result.txt')!.toString()).toBe(`bytes=${a.size}\n`);
     expect(entries.get('1-dog.png/result.txt')!.toString()).toBe(`bytes=${b.size}\n`);
     const manifest = JSON.parse(entries.get('manifest.json')!.toString());
     expect(manifest.batch).toMatchObject({ id, name: 'copies', status: 'completed', total: 3 });
     expect(manifest.items.map((i: { item: number }) => i.item)).toEqual([0, 1, 2]);
-    const jobs = (await api(alice).get(`/api/v1/batches/${id}/jobs`)).body as { id: string; status: string }[];
+    const jobs = (await api(alice).get(`/api/v1/batches/${id}/jobs`)).body as {
+      id: string;
+      status: string;
+    }[];
     for (const item of manifest.items) expect(jobs.map((j) => j.id)).toContain(item.job_id);
     expect(manifest.items[0]).toMatchObject({
       status: 'succeeded',
@@ -195,7 +205,8 @@ describe('live progress', () => {
         {
           next: (v) => {
             if (v.errors) return reject(new Error(JSON.stringify(v.errors)));
-            const b = (v.data as { batchUpdated: { status: string; counts: Record<string, number> } }).batchUpdated;
+            const b = (v.data as { batchUpdated: { status: string; counts: Record<string, number> } })
+              .batchUpdated;
             updates.push({ at: Date.now(), status: b.status, counts: b.counts });
           },
           error: reject,
@@ -216,7 +227,14 @@ describe('live progress', () => {
         expect(updates[k].at - updates[k - 2].at).toBeGreaterThanOrEqual(BATCH_UPDATE_MS - 50);
       const last = updates.at(-1)!;
       expect(last.status).toBe('COMPLETED');
-      expect(last.counts).toEqual({ queued: 0, starting: 0, running: 0, succeeded: 30, failed: 0, canceled: 0 });
+      expect(last.counts).toEqual({
+        queued: 0,
+        starting: 0,
+        running: 0,
+        succeeded: 30,
+        failed: 0,
+        canceled: 0,
+      });
       expect(stream.status).toBe(200);
       expect(stream.type).toContain('text/event-stream');
       expect(stream.events.length).toBeGreaterThanOrEqual(2);
@@ -242,7 +260,11 @@ describe('live progress', () => {
     const model = await copyModel(alice);
     const a = await upload(alice, 'x.png');
     const id = (
-      await api(alice).post('/api/v1/batches', { name: 'x', model_id: model, inputs: { arg: 'image', media_ids: [a.id] } })
+      await api(alice).post('/api/v1/batches', {
+        name: 'x',
+        model_id: model,
+        inputs: { arg: 'image', media_ids: [a.id] },
+      })
     ).body.id as string;
     const client = createClient({
       url: `${t.url.replace(/^http/, 'ws')}/graphql`,
@@ -254,7 +276,11 @@ describe('live progress', () => {
       const errors = await new Promise<unknown>((resolve, reject) =>
         client.subscribe(
           { query: `subscription($id: ID!) { batchUpdated(id: $id) { id } }`, variables: { id } },
-          { next: (v) => resolve(v.errors), error: (e) => resolve(e), complete: () => reject(new Error('no error')) },
+          {
+            next: (v) => resolve(v.errors),
+            error: (e) => resolve(e),
+            complete: () => reject(new Error('no error')),
+          },
         ),
       );
       expect(JSON.stringify(errors)).toContain('NOT_FOUND');
@@ -281,7 +307,10 @@ describe('webhook', () => {
     expect(created.status).toBe(201);
     const id = created.body.id as string;
     await batchUntil(alice, id, (x) => x.status === 'completed');
-    const got = await receiver.until((r) => r.filter((m) => m.path === '/batch' && m.answered === 200).length > 0, 90_000);
+    const got = await receiver.until(
+      (r) => r.filter((m) => m.path === '/batch' && m.answered === 200).length > 0,
+      90_000,
+    );
     // Both workers check again: the batch's message is never written twice.
     expect(await t.runtime.services.batchCompletion.check(id)).toBe(false);
     expect(await worker2.runtime.services.batchCompletion.check(id)).toBe(false);
@@ -289,7 +318,8 @@ describe('webhook', () => {
     const toBatch = receiver.to('/batch');
     expect(toBatch.map((m) => m.answered)).toEqual([503, 200]);
     expect(new Set(toBatch.map((m) => m.headers['webhook-id'])).size).toBe(1);
-    const secret = (await t.http().get('/api/v1/webhooks/default/secret').set('authorization', alice)).body.key;
+    const secret = (await t.http().get('/api/v1/webhooks/default/secret').set('authorization', alice)).body
+      .key;
     expect(verifySignature(secret, toBatch[1])).toBe(true);
     expect(JSON.parse(toBatch[1].body)).toMatchObject({
       id,

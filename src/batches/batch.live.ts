@@ -51,12 +51,18 @@ export class BatchLive {
   async watch(principal: Principal, id: string, watcher: Watcher): Promise<() => void> {
     const first = await this.batches.get(principal, id);
     const batchId = first.batch.id;
-    await (this.listening ??= this.events.onTransition('every', (e) => this.heard(e)).catch((err) => {
-      this.listening = null;
-      throw err;
-    }));
+    await (this.listening ??= this.events
+      .onTransition('every', (e) => this.heard(e))
+      .catch((err) => {
+        this.listening = null;
+        throw err;
+      }));
     let w = this.watched.get(batchId);
-    if (!w) this.watched.set(batchId, (w = { watchers: new Set(), readAt: 0, timer: null, reading: false, again: false }));
+    if (!w)
+      this.watched.set(
+        batchId,
+        (w = { watchers: new Set(), readAt: 0, timer: null, reading: false, again: false }),
+      );
     const own: Watcher = (v, last) => watcher(v, last);
     w.watchers.add(own);
     const stop = () => {

@@ -52,11 +52,14 @@ export class BatchResults {
       for (let from = 0; from < view.batch.total; from += PAGE)
         for (const row of await this.items(view.batch.id, from, from + PAGE))
           for (const [name, file] of this.entries(row, width))
-            zip.addReadStreamLazy(name, { size: file.size, compress: false, mtime: view.batch.createdAt }, (cb) =>
-              this.storage.read(file.mediaKey.replace(/^media\//, '')).then(
-                (s) => cb(null, s ?? Readable.from([])),
-                (err) => cb(err, Readable.from([])),
-              ),
+            zip.addReadStreamLazy(
+              name,
+              { size: file.size, compress: false, mtime: view.batch.createdAt },
+              (cb) =>
+                this.storage.read(file.mediaKey.replace(/^media\//, '')).then(
+                  (s) => cb(null, s ?? Readable.from([])),
+                  (err) => cb(err, Readable.from([])),
+                ),
             );
       zip.addReadStreamLazy('manifest.json', { mtime: new Date() }, (cb) =>
         cb(null, Readable.from(this.manifest(view, width))),
