@@ -11,7 +11,15 @@ import * as media from './media.bench';
 import * as scale from './scale.bench';
 import * as slurm from './slurm.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, batch, billing, slurm, scale };
+const benchmarks: Record<string, { run(): Promise<void> }> = {
+  list,
+  media,
+  jobs,
+  batch,
+  billing,
+  slurm,
+  scale,
+};
 
 async function main() {
   const name = process.argv.slice(2).find((a) => !a.startsWith('--'));

@@ -47,9 +47,19 @@ const imageModel = (owner: string, mode = 'argv') =>
 const upload = async (auth: string, tags?: string) =>
   (await uploadFile(t, auth, pngBytes(), `m${++seq}.png`, tags)).body.media.id;
 
+/** A batch as REST shows it, as far as these tests read it. */
+interface RestBatch {
+  status: string;
+  total: number;
+  counts: Record<'queued' | 'starting' | 'running' | 'succeeded' | 'failed' | 'canceled', number>;
+  started_at: string | null;
+  finished_at: string | null;
+  run_seconds: number;
+}
+
 /** Polls a batch over REST until `done` says so. */
-async function batchUntil(auth: string, id: string, done: (b: Record<string, any>) => boolean, ms = 60000) {
-  return until(async () => (await api(auth).get(`/api/v1/batches/${id}`)).body, done, ms);
+async function batchUntil(auth: string, id: string, done: (b: RestBatch) => boolean, ms = 60000) {
+  return until(async () => (await api(auth).get(`/api/v1/batches/${id}`)).body as RestBatch, done, ms);
 }
 
 const rowCounts = async () => {
@@ -90,7 +100,9 @@ describe('creating a batch', () => {
     const done = await batchUntil(alice, id, (b) => b.status === 'completed');
     expect(done.counts).toEqual({ queued: 0, starting: 0, running: 0, succeeded: 3, failed: 0, canceled: 0 });
     expect(done.started_at).not.toBeNull();
-    expect(new Date(done.finished_at).getTime()).toBeGreaterThanOrEqual(new Date(done.started_at).getTime());
+    expect(new Date(done.finished_at!).getTime()).toBeGreaterThanOrEqual(
+      new Date(done.started_at!).getTime(),
+    );
     expect(done.run_seconds).toBeGreaterThan(0);
     // Every existing path shows the items: the jobs list, the deployment, the batch's jobs.
     const listed = await api(alice).get(`/api/v1/batches/${id}/jobs?status=succeeded`);
@@ -202,10 +214,6 @@ describe('creating a batch', () => {
     }
   });
 });
-
-async function ownerIdOf(sub: string): Promise<string | undefined> {
-  return (await t.runtime.orm.em.fork().findOne(User, { subject: sub }))?.id;
-}
 
 describe('cancel and retry', () => {
   it('cancels every job not ended, stopping the running ones', async () => {

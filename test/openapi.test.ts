@@ -580,6 +580,28 @@ describe('every documented operation, answered for real', () => {
     await expectStatus(call('get', '/api/v1/billing/usage', { auth }), 200);
     await expectStatus(call('get', '/api/v1/billing/usage?from=2026-01-01', { auth }), 400);
 
+    const batch = await expectStatus(
+      call('post', '/api/v1/batches', {
+        auth,
+        json: { name: 'counts', model_id: BUILTIN.wordcount, inputs: { arg: 'text', tags: ['cats'] } },
+      }),
+      201,
+    );
+    const batchId = (batch.body as { id: string }).id;
+    await expectStatus(call('get', '/api/v1/batches', { auth }), 200);
+    await expectStatus(call('get', `/api/v1/batches/${batchId}`, { auth }), 200);
+    await expectStatus(call('get', `/api/v1/batches/${batchId}/jobs?status=queued`, { auth }), 200);
+    await expectStatus(call('post', `/api/v1/batches/${batchId}/cancel`, { auth }), 200);
+    await expectStatus(call('post', `/api/v1/batches/${batchId}/retry`, { auth }), 200);
+    await expectStatus(call('get', `/api/v1/batches/${randomUUID()}`, { auth }), 404);
+    await expectStatus(
+      call('post', '/api/v1/batches', {
+        auth,
+        json: { name: 'none', model_id: BUILTIN.wordcount, inputs: { arg: 'text', media_ids: [] } },
+      }),
+      400,
+    );
+
     await expectStatus(call('delete', `/api/v1/models/${modelId}`, { auth }), 204);
     await expectStatus(call('delete', `/api/v1/media/${mediaId}`, { auth }), 204);
   });

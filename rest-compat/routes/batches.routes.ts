@@ -117,13 +117,16 @@ export const batchRoutes = [
         model_id: uuid,
         args: { ...mapOf(argValue), description: 'arguments common to every item' },
         inputs: {
-          ...object({
-            arg: { ...string, description: 'the file argument each selected media asset goes to' },
-            media_ids: arrayOf(uuid),
-            tags: { ...arrayOf(string), description: 'your live media with any of these tags' },
-            exclude_tags: { ...arrayOf(string), description: 'leaves out media with any of these tags' },
-            items: { ...arrayOf(mapOf(argValue)), description: "each item's arguments, over `args`" },
-          }),
+          ...object(
+            {
+              arg: { ...string, description: 'the file argument each selected media asset goes to' },
+              media_ids: arrayOf(uuid),
+              tags: { ...arrayOf(string), description: 'your live media with any of these tags' },
+              exclude_tags: { ...arrayOf(string), description: 'leaves out media with any of these tags' },
+              items: { ...arrayOf(mapOf(argValue)), description: "each item's arguments, over `args`" },
+            },
+            ['arg', 'media_ids', 'tags', 'exclude_tags', 'items'],
+          ),
           description: 'exactly one of `media_ids`, `tags` (with `exclude_tags`) or `items`',
         },
         webhook: { ...url, description: "the batch's webhook" },

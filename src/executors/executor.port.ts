@@ -86,7 +86,11 @@ export interface Executor {
    * its observer as `submit` follows one. Answers the external ids in the order of `specs`.
    * Without it, a batch's jobs are submitted one by one (docs/batches.md, "Executors").
    */
-  submitMany?(specs: readonly JobSpec[], observers: readonly JobObserver[], retry?: boolean): Promise<string[]>;
+  submitMany?(
+    specs: readonly JobSpec[],
+    observers: readonly JobObserver[],
+    retry?: boolean,
+  ): Promise<string[]>;
   /**
    * Follows a job submitted earlier, by this or another process, from where it is now: its
    * state, its log (lines printed so far come `earlier`), its end. Without `externalId` the job

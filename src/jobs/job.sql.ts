@@ -23,7 +23,7 @@ export const deadlineTaskSql = (j: string): Sql =>
  * CTEs that queue a copy of each job row of `source` (which adds `new_id`, null for a random one,
  * `new_attempt` and `new_deadline`), linked to it by `retry_of`: the job, its first transition,
  * its dispatch task, its deadline task and its `queued` event, all in the caller's statement.
- * Named `<p>_job` (the new rows), `<p>_tr` and `<p>_go`; the caller must read `<p>_go`, or
+ * Named `<p>_job` (the new rows), `<p>_seq`, `<p>_tr` and `<p>_go`; the caller must read `<p>_go`, or
  * PostgreSQL never runs it.
  */
 export function queuedCopyCtes(p: string, source: string): Cte[] {
@@ -36,11 +36,16 @@ export function queuedCopyCtes(p: string, source: string): Cte[] {
       from ${source}
       returning *`),
     },
+    // Each copy with its transition's id, taken first: no join of two CTEs (see transitionCtes).
+    {
+      name: `${p}_seq`,
+      sql: raw(`select nextval('job_transitions_id_seq') as seq, ${p}_job.* from ${p}_job`),
+    },
     {
       name: `${p}_tr`,
       sql: raw(`
-      insert into job_transitions (job_id, from_status, to_status, at)
-      select id, null, 'queued', created_at from ${p}_job returning id as seq, job_id`),
+      insert into job_transitions (id, job_id, from_status, to_status, at)
+      select seq, id, null, 'queued', created_at from ${p}_seq returning id`),
     },
     {
       name: `${p}_go`,
@@ -48,8 +53,8 @@ export function queuedCopyCtes(p: string, source: string): Cte[] {
       select graphile_worker.add_job('${raw(DISPATCH_TASK)}', json_build_object('jobId', j.id::text), max_attempts => 5,
           priority => case when j.batch_id is null then 0 else ${raw(String(BATCH_PRIORITY))} end),
         ${deadlineTaskSql('j')},
-        pg_notify('${raw(CHANNELS.jobs)}', ${jobEventSql('j', 't.seq', 'null::text')})
-      from ${raw(`${p}_job`)} j join ${raw(`${p}_tr`)} t on t.job_id = j.id`,
+        pg_notify('${raw(CHANNELS.jobs)}', ${jobEventSql('j', 'j.seq', 'null::text')})
+      from ${raw(`${p}_seq`)} j`,
     },
   ];
 }
