@@ -27,7 +27,7 @@ async function call(url: string, auth: string, method: string, path: string, bod
   });
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text) as Record<string, any>;
+  return JSON.parse(text) as { id: string };
 }
 
 /** Part 1: batch creation over media ids, timed and its statements counted. */

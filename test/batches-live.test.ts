@@ -71,7 +71,7 @@ const upload = async (auth: string, name: string, bytes = pngBytes()) => ({
   size: bytes.length,
 });
 
-const batchUntil = (auth: string, id: string, done: (b: Record<string, any>) => boolean) =>
+const batchUntil = (auth: string, id: string, done: (b: { status: string }) => boolean) =>
   until(async () => (await api(auth).get(`/api/v1/batches/${id}`)).body, done, 90_000);
 
 /** Every entry of a zip: name -> content. */
@@ -240,7 +240,10 @@ describe('live progress', () => {
       expect(stream.events.length).toBeGreaterThanOrEqual(2);
       expect(stream.events.length).toBeLessThanOrEqual(bound);
       expect(stream.events.slice(0, -1).every((e) => e.event === 'progress')).toBe(true);
-      const final = stream.events.at(-1)! as unknown as { event: string; data: Record<string, any> };
+      const final = stream.events.at(-1)! as unknown as {
+        event: string;
+        data: { counts: { succeeded: number }; finished_at: string | null };
+      };
       expect(final.event).toBe('completed');
       expect(final.data).toMatchObject({ id, status: 'completed', total: 30 });
       expect(final.data.counts.succeeded).toBe(30);

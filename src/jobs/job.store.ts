@@ -325,7 +325,8 @@ export class JobStore {
     const wired = this.parts.created.map((part) => part({ jobs: 'j' }));
     const own = [...n.parts, ...this.acted(n.acting, { from: 'batch_row' })];
     const items = JSON.stringify(
-      n.items.map((i) => ({
+      n.items.map((i, k) => ({
+        n: k,
         d_id: i.deploymentId,
         job_id: i.jobId,
         name: i.name,
@@ -340,7 +341,7 @@ export class JobStore {
       {
         name: 'items',
         sql: sql`select * from jsonb_to_recordset(${items}::jsonb)
-                   as x(d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
+                   as x(n int, d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
       },
       ...ctesOf(own),
       {
