@@ -3,6 +3,7 @@
  * ratios. `--smoke` runs it in seconds on tiny sizes, only to prove it still works (CI does).
  */
 import 'reflect-metadata';
+import * as batch from './batch.bench';
 import * as billing from './billing.bench';
 import * as jobs from './jobs.bench';
 import * as list from './list.bench';
@@ -10,7 +11,15 @@ import * as media from './media.bench';
 import * as scale from './scale.bench';
 import * as slurm from './slurm.bench';
 
-const benchmarks: Record<string, { run(): Promise<void> }> = { list, media, jobs, billing, slurm, scale };
+const benchmarks: Record<string, { run(): Promise<void> }> = {
+  list,
+  media,
+  jobs,
+  batch,
+  billing,
+  slurm,
+  scale,
+};
 
 async function main() {
   const name = process.argv.slice(2).find((a) => !a.startsWith('--'));

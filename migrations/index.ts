@@ -26,6 +26,7 @@ import { Migration20261127030000_budgets } from './Migration20261127030000_budge
 import { Migration20261127050000_job_versions_secrets } from './Migration20261127050000_job_versions_secrets';
 import { Migration20261127060000_job_list_indexes } from './Migration20261127060000_job_list_indexes';
 import { Migration20261127060100_media_tags } from './Migration20261127060100_media_tags';
+import { Migration20261127070000_batch_live } from './Migration20261127070000_batch_live';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -55,4 +56,5 @@ export const migrationsList = [
   { name: 'Migration20261127050000_job_versions_secrets', class: Migration20261127050000_job_versions_secrets },
   { name: 'Migration20261127060000_job_list_indexes', class: Migration20261127060000_job_list_indexes },
   { name: 'Migration20261127060100_media_tags', class: Migration20261127060100_media_tags },
+  { name: 'Migration20261127070000_batch_live', class: Migration20261127070000_batch_live },
 ];

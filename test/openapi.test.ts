@@ -612,6 +612,12 @@ describe('every documented operation, answered for real', () => {
     await expectStatus(call('get', `/api/v1/batches/${batchId}`, { auth }), 200);
     await expectStatus(call('get', `/api/v1/batches/${batchId}/jobs?status=queued`, { auth }), 200);
     await expectStatus(call('post', `/api/v1/batches/${batchId}/cancel`, { auth }), 200);
+    // Canceled: its stream sends the batch once, as its last event, and ends.
+    const batchEvents = await readEvents(`/api/v1/batches/${batchId}/events`, auth);
+    expect(batchEvents).toHaveLength(1);
+    expect(batchEvents[0]).toMatchObject({ event: 'completed', data: { id: batchId, status: 'canceled' } });
+    const zip = await expectStatus(call('get', `/api/v1/batches/${batchId}/results`, { auth }), 200);
+    expect(zip.contentType).toBe('application/zip');
     await expectStatus(call('post', `/api/v1/batches/${batchId}/retry`, { auth }), 200);
     await expectStatus(call('get', `/api/v1/batches/${randomUUID()}`, { auth }), 404);
     await expectStatus(

@@ -58,10 +58,14 @@ export class Batch {
   @Property({ type: 'datetime', nullable: true })
   finishedAt: Date | null = null;
 
-  /** For the batch's own webhook (not sent yet: docs/batches.md). */
+  /** The batch's own webhook: `completed` once every job has ended (batch.webhook.ts). */
   @Property({ type: 'text', nullable: true })
   webhook: string | null = null;
 
   @Property({ type: ArrayType, default: '{}' })
   webhookEventsFilter: Opt<string[]> = [];
+
+  /** When its end was first seen and its `completed` message written (once: batch.webhook.ts). */
+  @Property({ type: 'datetime', nullable: true })
+  completionSentAt: Date | null = null;
 }

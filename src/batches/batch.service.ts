@@ -239,7 +239,7 @@ export class BatchService {
   }
 }
 
-function viewOf(batch: Batch, p: BatchProgress): BatchView {
+export function viewOf(batch: Batch, p: BatchProgress): BatchView {
   const canceled = batch.status === 'canceled';
   const completed = !canceled && p.live === 0;
   return {

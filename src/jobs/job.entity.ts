@@ -53,6 +53,11 @@ export interface JobInput {
   name: 'jobs_unfinished_owner_index',
   expression: `create index "jobs_unfinished_owner_index" on "jobs" ("owner_type", "owner_id") include ("machine_type", "machine_count", "timeout_seconds", "started_at") where "status" in ('queued', 'starting', 'running')`,
 })
+// A batch's items in order (its results zip reads them by ranges of items).
+@Index({
+  name: 'jobs_batch_item_index',
+  expression: `create index "jobs_batch_item_index" on "jobs" ("batch_id", "batch_item") where "batch_id" is not null`,
+})
 // The queue's depth and oldest age (metrics) without reading ended jobs.
 @Index({
   name: 'jobs_queued_index',
@@ -150,6 +155,10 @@ export class Job {
    */
   @ManyToOne({ entity: 'Batch', nullable: true, mapToPk: true, deleteRule: 'cascade' })
   batch: string | null = null;
+
+  /** Its item's place in the batch's request (0-based; a retry keeps it): names its results. */
+  @Property({ type: 'integer', nullable: true })
+  batchItem: number | null = null;
 
   /** Set when it failed because of the infrastructure, not the program (`JobExit.infrastructure`). */
   @Property({ type: 'boolean', default: false })

@@ -8,7 +8,7 @@ import { BATCH_PRIORITY, DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
 
 /** What fixes what a job runs: copied as they are into a retry. */
 const COPIED =
-  'deployment_id, batch_id, model_id, model_version_id, secrets, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
+  'deployment_id, batch_id, batch_item, model_id, model_version_id, secrets, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
   'machine_count, timeout_seconds, max_retries';
 
 /**
@@ -72,6 +72,7 @@ export function jobEventSql(j: string, seq: string, from: string, status = `${j}
   return raw(`json_build_object('jobId', ${j}.id, 'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id,
     'status', ${status}, 'from', ${from}, 'at', ${j}.updated_at, 'seq', ${seq}, 'job',
     jsonb_build_object('id', ${j}.id, 'deploymentId', ${j}.deployment_id, 'modelId', ${j}.model_id,
+      'batch', ${j}.batch_id,
       'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${status},
       'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
       'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,

@@ -328,7 +328,8 @@ export class JobStore {
     const wired = this.parts.created.map((part) => part({ jobs: 'j' }));
     const own = [...n.parts, ...this.acted(n.acting, { from: 'batch_row' })];
     const items = JSON.stringify(
-      n.items.map((i) => ({
+      n.items.map((i, k) => ({
+        n: k,
         d_id: i.deploymentId,
         job_id: i.jobId,
         name: i.name,
@@ -343,7 +344,7 @@ export class JobStore {
       {
         name: 'items',
         sql: sql`select * from jsonb_to_recordset(${items}::jsonb)
-                   as x(d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
+                   as x(n int, d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
       },
       ...ctesOf(own),
       {
@@ -357,11 +358,11 @@ export class JobStore {
       {
         name: 'j',
         sql: sql`
-         insert into jobs (id, deployment_id, batch_id, model_id, model_version_id, secrets, owner_type, owner_id, status,
-                           executor, argv, inputs, container, machine_type, machine_count, timeout_seconds, max_retries,
-                           log_tail, created_at, updated_at)
-         select items.job_id, items.d_id, batch_row.id, ${n.modelId}, ${n.modelVersionId}, ${`{${n.secrets.join(',')}}`}::text[],
-                ${n.owner.type}, ${n.owner.id}, 'queued', ${n.executor},
+         insert into jobs (id, deployment_id, batch_id, batch_item, model_id, model_version_id, secrets, owner_type, owner_id,
+                           status, executor, argv, inputs, container, machine_type, machine_count, timeout_seconds,
+                           max_retries, log_tail, created_at, updated_at)
+         select items.job_id, items.d_id, batch_row.id, items.n, ${n.modelId}, ${n.modelVersionId},
+                ${`{${n.secrets.join(',')}}`}::text[], ${n.owner.type}, ${n.owner.id}, 'queued', ${n.executor},
                 items.argv, items.inputs, ${n.container}, ${n.machineType}, ${n.machineCount}, ${n.timeoutSeconds},
                 ${n.maxRetries}, '', now(), now()
          from items cross join batch_row

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Router, type RequestHandler } from 'express';
 import { jobEventRoutes } from '../../rest-compat/job-events.routes';
+import { batchStreamRoutes } from '../../rest-compat/batch-streams.routes';
 import { createRestRouter, type RestHandler } from '../../rest-compat/router';
 import { uploadRoutes } from '../../rest-compat/upload.routes';
 import { authenticatedRequests } from '../auth/auth.http';
@@ -129,6 +130,7 @@ export function appPipeline({
     { routes: 'login', handle: loginRoutes(config, services) },
     // Before the table: `/api/v1/jobs/events` is not a job id.
     { routes: 'job events', handle: jobEventRoutes(services.jobs, services.history, services.events) },
+    { routes: 'batch streams', handle: batchStreamRoutes(services.batchResults, services.batchLive) },
     // The table's GET paths without parameters take the REST lane (docs/rest-compat.md).
     {
       routes: 'REST table',

@@ -187,6 +187,7 @@ export async function startRuntime(
         registerWorker: runner.registerQueueWorker,
       });
       await tasks.start();
+      await services.batchCompletion.start();
     }
     const bridge = config.roles.includes('bridge') ? await createBridge({ config, log, orm }) : null;
     const openOrmRef = orm;
@@ -205,6 +206,7 @@ export async function startRuntime(
       stop: async () => {
         clearInterval(sweeper);
         await Promise.all([app.close(), bridge?.close(), metricsEndpoint.close()]);
+        services.batchCompletion.stop();
         await openTasks?.stop();
         await openRunner?.stop();
         await services.telephony.close();

@@ -5,6 +5,7 @@ import { restRoutes } from '../../rest-compat/routes';
 import { enumOf, object, string } from '../http/openapi/json-schema';
 import { uploadDoc } from '../../rest-compat/upload.routes';
 import { jobEventDocs } from '../../rest-compat/job-events.routes';
+import { batchStreamDocs } from '../../rest-compat/batch-streams.routes';
 import { loginDocs } from '../auth/login.routes';
 import { chatBridgeDocs } from '../chat-bridge/chat-bridge.routes';
 import type { Config } from '../config';
@@ -68,6 +69,7 @@ export const documentedPaths: ApiDoc[] = [
   cdrDoc,
   ...chatBridgeDocs,
   ...jobEventDocs,
+  ...batchStreamDocs,
 ];
 
 /** `GET /api/openapi.json`: the document, built once. */

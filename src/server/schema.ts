@@ -9,6 +9,7 @@ import { MediaResolver } from '../media/media.resolver';
 import { DeploymentResolver } from '../jobs/deployment.resolver';
 import { JobResolver } from '../jobs/job.resolver';
 import { BatchResolver } from '../batches/batch.resolver';
+import { BatchLiveResolver } from '../batches/batch.live.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { BudgetResolver } from '../billing/budget.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
@@ -29,6 +30,7 @@ function resolverInstances(s: Services) {
     new DeploymentResolver(s.deployments, s.jobs, s.models, s.media),
     new JobResolver(s.jobs, s.deployments, s.models, s.media),
     new BatchResolver(s.batches, s.media),
+    new BatchLiveResolver(),
     new BillingResolver(s.billing),
     new BudgetResolver(s.budgets),
     new WebhookResolver(s.webhooks),
@@ -46,6 +48,7 @@ const resolverClasses = [
   DeploymentResolver,
   JobResolver,
   BatchResolver,
+  BatchLiveResolver,
   BillingResolver,
   BudgetResolver,
   WebhookResolver,

@@ -1,5 +1,8 @@
 import { BatchService } from '../batches/batch.service';
 import { BatchStore } from '../batches/batch.store';
+import { BatchLive } from '../batches/batch.live';
+import { BatchResults } from '../batches/batch.results';
+import { BatchCompletion } from '../batches/batch.webhook';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyService } from '../auth/api-key.service';
 import { BillingService } from '../billing/billing.service';
@@ -164,8 +167,9 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     secrets,
     budgets,
   );
+  const batchStore = new BatchStore(orm);
   const batches = new BatchService(
-    new BatchStore(orm),
+    batchStore,
     jobStore,
     deployments,
     jobs,
@@ -176,6 +180,9 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     lifecycle,
   );
   const live = new JobLive(events, jobs);
+  const batchLive = new BatchLive(events, batches, batchStore, log);
+  const batchResults = new BatchResults(orm, batches, storage, media.baseUrl);
+  const batchCompletion = new BatchCompletion(orm, events, batches, batchStore, log);
   const billing = new BillingService(orm, config.prices);
   const idempotency = new IdempotencyService(orm);
   const history = new JobHistory(orm);
@@ -195,6 +202,9 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     jobs,
     deployments,
     batches,
+    batchLive,
+    batchResults,
+    batchCompletion,
     claims,
     events,
     live,

@@ -161,6 +161,7 @@ export function graphqlWebSockets(
           log,
           loaders: new Loaders(),
           live: services.live,
+          batchLive: services.batchLive,
         };
         targets.set(context, { socket: ctx.extra.socket, id });
         return context;

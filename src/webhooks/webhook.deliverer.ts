@@ -75,8 +75,9 @@ export class WebhookDeliverer {
     if (!found || found.status !== 'pending' || found.attempts !== attempt - 1) return;
     const owner = { type: found.ownerType, id: found.ownerId };
     let body = found.body;
-    // Only a job's messages are rendered at their first attempt; others are made with their body.
-    if (body === null && found.job) {
+    if (body === null) {
+      // Only a job's messages are rendered when sent; a batch's is written with its body.
+      if (!found.job) return this.record(found, attempt, new Date(), gone());
       const job = (await this.render(owner, found.job.id)) as Record<string, unknown> | null;
       if (job === null) return this.record(found, attempt, new Date(), gone());
       // The stored tail is saved every 5 s while a job runs; a `logs` message has the latest lines.

@@ -33,7 +33,7 @@ export class WebhookSecret {
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
 /**
- * One message to a deployment's webhook about one event of one of its jobs. Its id is the
+ * One message to a deployment's webhook about one event of one of its jobs (or to a batch's about its end). Its id is the
  * `webhook-id` of every attempt; its body is fixed by the first attempt.
  */
 @Entity({ tableName: 'webhook_deliveries' })
@@ -43,9 +43,17 @@ export class WebhookDelivery {
   @PrimaryKey({ type: 'text' })
   id!: string;
 
-  /** Null for a message about no job (a budget's `budget.threshold`, whose body is fixed when made). */
+  /** Null for a message about no job: a batch's own (`batch`), a budget's `budget.threshold`; their body is written with them. */
   @ManyToOne(() => Job, { deleteRule: 'cascade', nullable: true })
   job!: Job | null;
+
+  /** The batch a batch's `completed` message is about (src/batches/batch.webhook.ts). */
+  @ManyToOne({ entity: 'Batch', nullable: true, mapToPk: true, deleteRule: 'cascade' })
+  @Index({
+    name: 'webhook_deliveries_batch_id_index',
+    expression: `create index "webhook_deliveries_batch_id_index" on "webhook_deliveries" ("batch_id") where "batch_id" is not null`,
+  })
+  batch: string | null = null;
 
   @Property({ type: 'text' })
   ownerType!: OwnerType;

@@ -108,7 +108,8 @@ export class WebhookDeliveryType {
   static from(d: WebhookDelivery): WebhookDeliveryType {
     return Object.assign(new WebhookDeliveryType(), {
       id: d.id,
-      jobId: d.job!.id, // listed per job: always a job's
+      // Listed by job only: a batch's own messages are not among them.
+      jobId: d.job!.id,
       event: d.event as WebhookEventEnum,
       url: d.url,
       status: d.status as WebhookDeliveryStatusEnum,

@@ -4,6 +4,7 @@ import { liveState, onLiveState, startLive } from './api/live';
 import { actingScope, onScopeChange, signIn, signOut } from './api/session';
 import { ViewerDocument, type ViewerQuery } from './generated/graphql';
 import { AccountPage } from './pages/Account';
+import { BatchesPage, BatchPage } from './pages/Batches';
 import { AcceptInvitePage } from './pages/AcceptInvite';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/Jobs';
@@ -20,6 +21,7 @@ const NAV = [
   { href: '/', label: 'Jobs', match: (p: string) => p === '/' || p.startsWith('/jobs') },
   { href: '/models', label: 'Run a model', match: (p: string) => p.startsWith('/models') },
   { href: '/files', label: 'Media', match: (p: string) => p.startsWith('/files') },
+  { href: '/batches', label: 'Batches', match: (p: string) => p.startsWith('/batches') },
   { href: '/usage', label: 'Usage', match: (p: string) => p.startsWith('/usage') },
   {
     href: '/account',
@@ -40,11 +42,14 @@ function Page({
   const job = /^\/jobs\/([\w-]+)$/.exec(path);
   const model = /^\/models\/([\w-]+)$/.exec(path);
   const team = /^\/teams\/([\w-]+)$/.exec(path);
+  const batch = /^\/batches\/([\w-]+)$/.exec(path);
   if (path === '/' || path === '/jobs') return <JobsPage />;
   if (job) return <JobPage id={job[1]} />;
   if (path === '/models') return <ModelsPage />;
   if (model) return <RunModelPage id={model[1]} />;
   if (path === '/files') return <MediaPage />;
+  if (path === '/batches') return <BatchesPage />;
+  if (batch) return <BatchPage id={batch[1]} />;
   if (path === '/usage') return <UsagePage />;
   if (path === '/account') return <AccountPage viewer={viewer} onTeamsChanged={reloadViewer} />;
   if (team) return <TeamPage id={team[1]} />;

@@ -3,6 +3,26 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** Exactly one of mediaIds, tags (with excludeTags) or items. */
+export type BatchInputsInput = {
+  /** The file argument each selected media asset goes to. */
+  arg?: string | null | undefined;
+  /** Leaves out media with any of these tags. */
+  excludeTags?: Array<string> | null | undefined;
+  /** One item per object: its arguments, merged over the batch's args. */
+  items?: Array<Record<string, unknown>> | null | undefined;
+  /** One item per media asset of yours. */
+  mediaIds?: Array<string | number> | null | undefined;
+  /** One item per live media asset of yours with any of these tags (as the media list filters). */
+  tags?: Array<string> | null | undefined;
+};
+
+/** RUNNING until every job has ended (COMPLETED), or CANCELED by its owner. */
+export type BatchStatus =
+  | 'CANCELED'
+  | 'COMPLETED'
+  | 'RUNNING';
+
 /** `BLOCK`: refuse work that could pass the limit (402 BUDGET_EXCEEDED); `NOTIFY`: only announce. */
 export type BudgetAction =
   | 'BLOCK'
@@ -14,6 +34,19 @@ export type CreateApiKeyInput = {
   role?: string | null | undefined;
   /** Makes the key an organisation token of this team. */
   teamId?: string | number | null | undefined;
+};
+
+export type CreateBatchInput = {
+  /** Arguments common to every item. */
+  args?: Record<string, unknown> | null | undefined;
+  inputs: BatchInputsInput;
+  modelId: string | number;
+  name: string;
+  /** The model version every item runs; the latest when left out. */
+  versionId?: string | number | null | undefined;
+  /** The batch's webhook (its events come later). */
+  webhook?: string | null | undefined;
+  webhookEventsFilter?: Array<WebhookEvent> | null | undefined;
 };
 
 export type CreateDeploymentInput = {
@@ -140,6 +173,68 @@ export type DeleteSecretMutationVariables = Exact<{
 
 
 export type DeleteSecretMutation = { deleteSecret: string };
+
+export type BatchItemFragment = { id: string, name: string, modelId: string, status: BatchStatus, total: number, createdAt: string, startedAt: string | null, finishedAt: string | null, runSeconds: number, counts: { queued: number, starting: number, running: number, succeeded: number, failed: number, canceled: number } };
+
+export type BatchListQueryVariables = Exact<{
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type BatchListQuery = { batches: { nodes: Array<{ id: string, name: string, modelId: string, status: BatchStatus, total: number, createdAt: string, startedAt: string | null, finishedAt: string | null, runSeconds: number, counts: { queued: number, starting: number, running: number, succeeded: number, failed: number, canceled: number } }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
+
+export type BatchOneQueryVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type BatchOneQuery = { batch: { id: string, name: string, modelId: string, status: BatchStatus, total: number, createdAt: string, startedAt: string | null, finishedAt: string | null, runSeconds: number, counts: { queued: number, starting: number, running: number, succeeded: number, failed: number, canceled: number } } };
+
+export type BatchJobListQueryVariables = Exact<{
+  id: string | number;
+  status?: JobStatus | null | undefined;
+  first?: number | null | undefined;
+  after?: string | null | undefined;
+}>;
+
+
+export type BatchJobListQuery = { batchJobs: { nodes: Array<{ id: string, status: JobStatus, error: string | null, createdAt: string }>, pageInfo: { endCursor: string | null, hasNextPage: boolean } } };
+
+export type BatchModelsQueryVariables = Exact<{
+  first?: number | null | undefined;
+}>;
+
+
+export type BatchModelsQuery = { models: { nodes: Array<{ id: string, name: string, args: Array<{ name: string, type: string, optional: boolean }> }> } };
+
+export type CreateBatchRunMutationVariables = Exact<{
+  input: CreateBatchInput;
+}>;
+
+
+export type CreateBatchRunMutation = { createBatch: { id: string } };
+
+export type CancelBatchRunMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type CancelBatchRunMutation = { cancelBatch: { id: string, name: string, modelId: string, status: BatchStatus, total: number, createdAt: string, startedAt: string | null, finishedAt: string | null, runSeconds: number, counts: { queued: number, starting: number, running: number, succeeded: number, failed: number, canceled: number } } };
+
+export type RetryBatchRunMutationVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type RetryBatchRunMutation = { retryBatch: { id: string, name: string, modelId: string, status: BatchStatus, total: number, createdAt: string, startedAt: string | null, finishedAt: string | null, runSeconds: number, counts: { queued: number, starting: number, running: number, succeeded: number, failed: number, canceled: number } } };
+
+export type BatchLiveSubscriptionVariables = Exact<{
+  id: string | number;
+}>;
+
+
+export type BatchLiveSubscription = { batchUpdated: { id: string, name: string, modelId: string, status: BatchStatus, total: number, createdAt: string, startedAt: string | null, finishedAt: string | null, runSeconds: number, counts: { queued: number, starting: number, running: number, succeeded: number, failed: number, canceled: number } } };
 
 export type JobRowFragment = { id: string, status: JobStatus, createdAt: string, updatedAt: string, cost: { amount: string, currency: string, final: boolean }, deployment: { id: string, name: string }, model: { id: string, name: string } | null };
 
@@ -412,6 +507,27 @@ export const ApiKeyRowFragmentDoc = new TypedDocumentString(`
   revokedAt
 }
     `, {"fragmentName":"ApiKeyRow"}) as unknown as TypedDocumentString<ApiKeyRowFragment, unknown>;
+export const BatchItemFragmentDoc = new TypedDocumentString(`
+    fragment BatchItem on Batch {
+  id
+  name
+  modelId
+  status
+  total
+  counts {
+    queued
+    starting
+    running
+    succeeded
+    failed
+    canceled
+  }
+  createdAt
+  startedAt
+  finishedAt
+  runSeconds
+}
+    `, {"fragmentName":"BatchItem"}) as unknown as TypedDocumentString<BatchItemFragment, unknown>;
 export const JobRowFragmentDoc = new TypedDocumentString(`
     fragment JobRow on Job {
   id
@@ -660,6 +776,175 @@ export const DeleteSecretDocument = new TypedDocumentString(`
   deleteSecret(name: $name)
 }
     `) as unknown as TypedDocumentString<DeleteSecretMutation, DeleteSecretMutationVariables>;
+export const BatchListDocument = new TypedDocumentString(`
+    query BatchList($first: Int, $after: String) {
+  batches(first: $first, after: $after) {
+    nodes {
+      ...BatchItem
+    }
+    pageInfo {
+      endCursor
+      hasNextPage
+    }
+  }
+}
+    fragment BatchItem on Batch {
+  id
+  name
+  modelId
+  status
+  total
+  counts {
+    queued
+    starting
+    running
+    succeeded
+    failed
+    canceled
+  }
+  createdAt
+  startedAt
+  finishedAt
+  runSeconds
+}`) as unknown as TypedDocumentString<BatchListQuery, BatchListQueryVariables>;
+export const BatchOneDocument = new TypedDocumentString(`
+    query BatchOne($id: ID!) {
+  batch(id: $id) {
+    ...BatchItem
+  }
+}
+    fragment BatchItem on Batch {
+  id
+  name
+  modelId
+  status
+  total
+  counts {
+    queued
+    starting
+    running
+    succeeded
+    failed
+    canceled
+  }
+  createdAt
+  startedAt
+  finishedAt
+  runSeconds
+}`) as unknown as TypedDocumentString<BatchOneQuery, BatchOneQueryVariables>;
+export const BatchJobListDocument = new TypedDocumentString(`
+    query BatchJobList($id: ID!, $status: JobStatus, $first: Int, $after: String) {
+  batchJobs(id: $id, status: $status, first: $first, after: $after) {
+    nodes {
+      id
+      status
+      error
+      createdAt
+    }
+    pageInfo {
+      endCursor
+      hasNextPage
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<BatchJobListQuery, BatchJobListQueryVariables>;
+export const BatchModelsDocument = new TypedDocumentString(`
+    query BatchModels($first: Int) {
+  models(first: $first) {
+    nodes {
+      id
+      name
+      args {
+        name
+        type
+        optional
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<BatchModelsQuery, BatchModelsQueryVariables>;
+export const CreateBatchRunDocument = new TypedDocumentString(`
+    mutation CreateBatchRun($input: CreateBatchInput!) {
+  createBatch(input: $input) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<CreateBatchRunMutation, CreateBatchRunMutationVariables>;
+export const CancelBatchRunDocument = new TypedDocumentString(`
+    mutation CancelBatchRun($id: ID!) {
+  cancelBatch(id: $id) {
+    ...BatchItem
+  }
+}
+    fragment BatchItem on Batch {
+  id
+  name
+  modelId
+  status
+  total
+  counts {
+    queued
+    starting
+    running
+    succeeded
+    failed
+    canceled
+  }
+  createdAt
+  startedAt
+  finishedAt
+  runSeconds
+}`) as unknown as TypedDocumentString<CancelBatchRunMutation, CancelBatchRunMutationVariables>;
+export const RetryBatchRunDocument = new TypedDocumentString(`
+    mutation RetryBatchRun($id: ID!) {
+  retryBatch(id: $id) {
+    ...BatchItem
+  }
+}
+    fragment BatchItem on Batch {
+  id
+  name
+  modelId
+  status
+  total
+  counts {
+    queued
+    starting
+    running
+    succeeded
+    failed
+    canceled
+  }
+  createdAt
+  startedAt
+  finishedAt
+  runSeconds
+}`) as unknown as TypedDocumentString<RetryBatchRunMutation, RetryBatchRunMutationVariables>;
+export const BatchLiveDocument = new TypedDocumentString(`
+    subscription BatchLive($id: ID!) {
+  batchUpdated(id: $id) {
+    ...BatchItem
+  }
+}
+    fragment BatchItem on Batch {
+  id
+  name
+  modelId
+  status
+  total
+  counts {
+    queued
+    starting
+    running
+    succeeded
+    failed
+    canceled
+  }
+  createdAt
+  startedAt
+  finishedAt
+  runSeconds
+}`) as unknown as TypedDocumentString<BatchLiveSubscription, BatchLiveSubscriptionVariables>;
 export const JobListDocument = new TypedDocumentString(`
     query JobList($first: Int, $after: String) {
   jobs(first: $first, after: $after) {

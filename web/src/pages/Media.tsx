@@ -10,6 +10,7 @@ import {
 } from '../generated/graphql';
 import { bytes, ErrorNote, Loading, parseTags, when } from '../ui/common';
 import { useTaggedPages } from '../ui/useTaggedPages';
+import { RunOverMedia } from './Batches';
 
 /** How long a finished upload's row stays (its file is in the list below by then). */
 const DONE_ROW_MS = 4000;
@@ -54,6 +55,8 @@ export function MediaPage() {
     return (await gql(MediaListDocument, { first: 50, after, filter })).media;
   });
   const [uploads, setUploads] = useState<Upload[]>([]);
+  // Media picked for a batch; with none picked, a tag filter selects (every file with its tags).
+  const [picked, setPicked] = useState<string[]>([]);
   const [uploadTags, setUploadTags] = useState('');
   const [dragging, setDragging] = useState(false);
   const counter = useRef(0);
@@ -187,17 +190,26 @@ export function MediaPage() {
               : 'No files yet: upload one above.'}
         </p>
       ) : (
-        <ul className="media-grid" aria-label="Your media">
-          {items.map((m) => (
-            <MediaCard
-              key={m.id}
-              item={m}
-              onChange={(n) => setItems((old) => old?.map((o) => (o.id === n.id ? n : o)) ?? old)}
-              onDeleted={() => setItems((old) => old?.filter((o) => o.id !== m.id) ?? old)}
-              onError={setError}
-            />
-          ))}
-        </ul>
+        <>
+          <RunOverMedia
+            mediaIds={picked}
+            tags={tagsParam ? parseTags(tagsParam) : []}
+            count={picked.length || (tagsParam ? items.length : 0)}
+          />
+          <ul className="media-grid" aria-label="Your media">
+            {items.map((m) => (
+              <MediaCard
+                key={m.id}
+                item={m}
+                picked={picked.includes(m.id)}
+                onPick={(on) => setPicked((old) => (on ? [...old, m.id] : old.filter((id) => id !== m.id)))}
+                onChange={(n) => setItems((old) => old?.map((o) => (o.id === n.id ? n : o)) ?? old)}
+                onDeleted={() => setItems((old) => old?.filter((o) => o.id !== m.id) ?? old)}
+                onError={setError}
+              />
+            ))}
+          </ul>
+        </>
       )}
       {next ? (
         <button type="button" onClick={() => void load(next)}>
@@ -210,11 +222,15 @@ export function MediaPage() {
 
 function MediaCard({
   item: m,
+  picked,
+  onPick,
   onChange,
   onDeleted,
   onError,
 }: {
   item: MediaItemFragment;
+  picked: boolean;
+  onPick: (on: boolean) => void;
   onChange: (m: MediaItemFragment) => void;
   onDeleted: () => void;
   onError: (message: string) => void;
@@ -253,6 +269,10 @@ function MediaCard({
           {m.contentType.split('/')[1] ?? 'file'}
         </div>
       )}
+      <label className="media-pick">
+        <input type="checkbox" checked={picked} onChange={(e) => onPick(e.target.checked)} /> Select{' '}
+        <span className="visually-hidden">{m.imageName}</span>
+      </label>
       <p className="media-name">
         <a href={m.url} download={m.imageName}>
           {m.imageName || m.id}
