@@ -64,5 +64,8 @@ fi
 echo "image: buildah build $tag on $base"
 # --format docker: the OCI format has no HEALTHCHECK. The host network: npm ci reaches the registry.
 # No layer per step (--layers=false): each stage commits once, which is what is fastest here.
+# Open files as an engine allows them (buildah's default is lower): npm ci from a filled cache
+# opens thousands at once (EMFILE).
 buildah build --isolation chroot --network host --format docker --layers=false --pull=false \
+  --ulimit nofile=1048576:1048576 \
   --build-arg "BASE=$base" "${args[@]}" .
