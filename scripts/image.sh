@@ -11,8 +11,6 @@
 #                        else npm's `cafile` setting: handed to the build's npm as the build secret
 #                        `ca`, never stored in the image. HTTP(S)_PROXY pass into the build's steps
 #                        (buildah and docker do so by default) and are not stored either.
-#   IMAGE_NPM_CACHE      with buildah, the npm cache the build's `npm ci` uses, mounted for the step
-#                        (default: the host's, `npm config get cache`; empty: the build's own cache)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,15 +55,8 @@ if [ -z "$base" ]; then
     base=$local_base
   fi
 fi
-npm_cache=${IMAGE_NPM_CACHE-$(npm config get cache 2>/dev/null || true)}
-if [ -n "$npm_cache" ] && [ -d "$npm_cache" ]; then
-  args+=(--volume "$npm_cache:/var/cache/npm-host" --build-arg NPM_CACHE=/var/cache/npm-host)
-fi
 echo "image: buildah build $tag on $base"
 # --format docker: the OCI format has no HEALTHCHECK. The host network: npm ci reaches the registry.
 # No layer per step (--layers=false): each stage commits once, which is what is fastest here.
-# Open files as an engine allows them (buildah's default is lower): npm ci from a filled cache
-# opens thousands at once (EMFILE).
 buildah build --isolation chroot --network host --format docker --layers=false --pull=false \
-  --ulimit nofile=1048576:1048576 \
   --build-arg "BASE=$base" "${args[@]}" .
