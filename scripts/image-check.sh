@@ -116,19 +116,17 @@ run_once() {
   if [ -z "$ready" ]; then
     echo "image-check: the image did not become ready ($label):"; cat "$log"; kill "$pid" 2>/dev/null; exit 1
   fi
-  local ms=$((($(date +%s%N) - t0) / 1000000)) p tini="" node="" cpu
+  local ms=$((($(date +%s%N) - t0) / 1000000)) p tini="" node cpu="?"
   # An engine signals the container's PID 1: here, the tini below `buildah run`.
-  for p in $(descendants "$pid"); do
-    case "$(cat "/proc/$p/comm" 2>/dev/null)" in
-      tini) tini=$p ;;
-      node) node=$p ;;
-    esac
-  done
-  # The service's CPU time until then: what the start costs on an idle machine, where the
-  # wall-clock time on a loaded one is mostly waiting for a core.
-  cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$node/stat" 2>/dev/null || echo '?')
-  echo "image-check: $label: /readyz answered 200 after $ms ms (the service used $cpu ms of CPU; load average $(load))"
+  for p in $(descendants "$pid"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = tini ] && tini=$p; done
+  # The service's CPU time until then (tini's child): what the start costs on an idle machine,
+  # where the wall-clock time on a loaded one is mostly waiting for a core.
   [ -n "$tini" ] || { echo "image-check: no tini in the container's processes"; exit 1; }
+  node=$(pgrep -P "$tini" | head -1 || true)
+  if [ -n "$node" ]; then
+    cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$node/stat")
+  fi
+  echo "image-check: $label: /readyz answered 200 after $ms ms (the service used $cpu ms of CPU; load average $(load))"
   kill -TERM "$tini"
   if ! wait "$pid"; then echo "image-check: $label: SIGTERM did not stop it with exit 0:"; cat "$log"; exit 1; fi
   echo "image-check: $label: SIGTERM stopped it with exit 0"
