@@ -6,8 +6,9 @@
 # that SIGTERM stops it with exit 0. It starts the image twice on the same database: the first
 # start applies every migration, the second is an ordinary restart. Then it runs the built-in
 # models' program in the image, as a Kubernetes job would.
-# Cleans up everything it made: containers, the database, the image, and the local base image
-# when it had to assemble one. Needs root (buildah) and `npm ci` done (the database helper).
+# Cleans up everything it made: containers, the database, the image, the local base image when it
+# had to assemble one, and buildah's cache-mount directory when it made it. Needs root (buildah)
+# and `npm ci` done (the database helper).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,7 @@ work=$(mktemp -d)
 chmod 755 "$work"
 base_existed=""
 buildah inspect --type image "$local_base" >/dev/null 2>&1 && base_existed=yes
-# buildah's directory for the build's cache mounts (npm's cache when the host's is not mounted).
+# buildah's directory for the build's cache mounts (npm's cache, about 350 MB).
 cache_dir=${TMPDIR:-/var/tmp}/buildah-cache
 cache_existed=""
 [ -e "$cache_dir" ] && cache_existed=yes
