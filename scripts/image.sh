@@ -7,8 +7,10 @@
 # as the BASE build argument.
 #   IMAGE_BASE=<image>   build on this base instead (must be present or pullable)
 #   IMAGE_BUILDER=buildah  buildah even where a Docker engine runs
-#   NODE_EXTRA_CA_CERTS  extra CA certificates (a TLS-intercepting proxy before the npm registry):
-#                        handed to the build's npm as the build secret `ca`, never stored in the image
+#   NODE_EXTRA_CA_CERTS  extra CA certificates (a TLS-intercepting proxy before the npm registry),
+#                        else npm's `cafile` setting: handed to the build's npm as the build secret
+#                        `ca`, never stored in the image. HTTP(S)_PROXY pass into the build's steps
+#                        (buildah and docker do so by default) and are not stored either.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +23,10 @@ official=docker.io/library/node:24-bookworm-slim
 local_base=localhost/node:24-bookworm-slim
 args=(--file Containerfile --tag "$tag" --build-arg "VERSION=$version"
   --build-arg "REVISION=$revision" --build-arg "SOURCE=$source_url")
-if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
-  args+=(--secret "id=ca,src=$NODE_EXTRA_CA_CERTS")
+ca=${NODE_EXTRA_CA_CERTS:-}
+[ -n "$ca" ] || ca=$(npm config get cafile 2>/dev/null || true)
+if [ -n "$ca" ] && [ "$ca" != null ] && [ -f "$ca" ]; then
+  args+=(--secret "id=ca,src=$ca")
 fi
 
 if [ "${IMAGE_BUILDER:-}" != buildah ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then
@@ -53,5 +57,6 @@ if [ -z "$base" ]; then
 fi
 echo "image: buildah build $tag on $base"
 # --format docker: the OCI format has no HEALTHCHECK. The host network: npm ci reaches the registry.
+# No layer per step (--layers=false): each stage commits once, which is what is fastest here.
 buildah build --isolation chroot --network host --format docker --layers=false --pull=false \
   --build-arg "BASE=$base" "${args[@]}" .
