@@ -21,6 +21,7 @@ import { Migration20261126143112_teams_roles } from './Migration20261126143112_t
 import { Migration20261126152427_models_products } from './Migration20261126152427_models_products';
 import { Migration20261126153000_list_indexes } from './Migration20261126153000_list_indexes';
 import { Migration20261126160000_invite_user } from './Migration20261126160000_invite_user';
+import { Migration20261127040000_fairshare } from './Migration20261127040000_fairshare';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -45,4 +46,5 @@ export const migrationsList = [
   { name: 'Migration20261126152427_models_products', class: Migration20261126152427_models_products },
   { name: 'Migration20261126153000_list_indexes', class: Migration20261126153000_list_indexes },
   { name: 'Migration20261126160000_invite_user', class: Migration20261126160000_invite_user },
+  { name: 'Migration20261127040000_fairshare', class: Migration20261127040000_fairshare },
 ];

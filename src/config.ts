@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_PRICES, parsePriceList, type PriceList } from './common/price-list';
 import { parseMachineTypes, type MachineTypes } from './common/machine-types';
+import { parse as parseYaml } from 'yaml';
 
 /** The one place that reads process.env. Everything else receives a frozen Config. */
 
@@ -136,6 +137,8 @@ export interface Config {
   prices: PriceList;
   /** The Kubernetes executor (docs/executors-kubernetes.md). */
   kubernetes: KubernetesConfig;
+  /** Quotas, priorities and fair share (docs/governance.md). */
+  governance: GovernanceConfig;
   /** Plain http webhooks allowed (`WEBHOOK_ALLOW_HTTP`); https only otherwise. */
   webhookAllowHttp: boolean;
   /** `host:port` entries webhooks may reach although they are private addresses (tests, own receivers). */
@@ -174,9 +177,36 @@ export interface KubernetesConfig {
   jobTtlSeconds: number;
 }
 
+export interface GovernanceConfig {
+  /** FAIR_SHARE_HALF_LIFE_HOURS: how fast an owner's past usage stops counting against it. */
+  fairShareHalfLifeHours: number;
+  /** QUOTA_MAX_RUNNING_JOBS: jobs an owner may have starting or running; null: unlimited. */
+  maxRunningJobs: number | null;
+  /** QUOTA_MAX_MACHINES (`gpu-a100=4,cpu=64`): machines an owner may use per machine type. */
+  maxMachines: Readonly<Record<string, number>>;
+  /** SLURM_ACCOUNTS_FILE (`user:<id>` / `team:<id>` -> account) and SLURM_DEFAULT_ACCOUNT. */
+  slurmAccounts: Readonly<Record<string, string>>;
+  slurmDefaultAccount: string | undefined;
+  /** SLURM_QOS_LOW, _NORMAL, _HIGH: the QOS of each priority; without one, `--nice` orders them. */
+  slurmQos: Readonly<Partial<Record<'low' | 'normal' | 'high', string>>>;
+  /** KUBERNETES_PRIORITY_CLASSES (`low=batch-low,high=interactive`): PriorityClass per priority. */
+  kubernetesPriorityClasses: Readonly<Partial<Record<'low' | 'normal' | 'high', string>>>;
+  /**
+   * KUBERNETES_KUEUE_QUEUES (`team:<id>=lab,*=jobs-{owner_id}`): each owner's Kueue LocalQueue
+   * (`*`: every other owner; `{owner_type}`, `{owner_id}` filled in). Empty: Kueue is not used.
+   */
+  kueueQueues: Readonly<Record<string, string>>;
+}
+
 /** DNS-1123 names, as Kubernetes wants them for namespaces (labels) and objects (subdomains). */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** An owner as mapping files and lists name it. */
+const OWNER_KEY = /^(user|team):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const PRIORITY_KEY = /^(low|normal|high)$/;
+/** Slurm account and QOS names. */
+const SLURM_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** Pool limits: a typo such as an extra digit should fail the start, not create a huge pool. */
 export const MAX_POOL_RANGE_SIZE = 1_000_000;
@@ -209,6 +239,17 @@ class Parser {
     const n = Number(v);
     if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min || n > max) {
       this.problems.push(`${name}: expected an integer between ${min} and ${max}, got "${v}"`);
+      return fallback;
+    }
+    return n;
+  }
+
+  num(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^\d+(\.\d+)?$/.test(v) || n < min || n > max) {
+      this.problems.push(`${name}: expected a number between ${min} and ${max}, got "${v}"`);
       return fallback;
     }
     return n;
@@ -376,6 +417,34 @@ class Parser {
       if (!ok) this.problems.push(`${name}: "${o}" is not an origin such as https://app.example.com`);
     }
     return origins;
+  }
+
+  /** `key=value,...`: each key matching `key`, each value `value`. */
+  pairs(name: string, key: RegExp, value: RegExp, what: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const item of this.list(name)) {
+      const at = item.indexOf('=');
+      const [k, v] = [item.slice(0, at).trim(), item.slice(at + 1).trim()];
+      if (at < 0 || !key.test(k) || !value.test(v)) this.problems.push(`${name}: "${item}" is not ${what}`);
+      else out[k] = v;
+    }
+    return out;
+  }
+
+  /** A file mapping owners (`user:<id>`, `team:<id>`) to names, as JSON or YAML. */
+  ownerMap(name: string, value: RegExp): Record<string, string> {
+    return this.file(
+      name,
+      (text) => {
+        const map: unknown = parseYaml(text);
+        if (!map || typeof map !== 'object' || Array.isArray(map)) throw new Error('expected a mapping');
+        for (const [k, v] of Object.entries(map))
+          if (!OWNER_KEY.test(k) || typeof v !== 'string' || !value.test(v))
+            throw new Error(`"${k}": expected user:<id> or team:<id> mapped to a name`);
+        return map as Record<string, string>;
+      },
+      {},
+    );
   }
 
   list(name: string): string[] {
@@ -570,6 +639,37 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
         'an image reference without spaces',
       ),
       jobTtlSeconds: p.int('KUBERNETES_JOB_TTL_SECONDS', 86400, 0, 30 * 86400),
+    },
+    governance: {
+      fairShareHalfLifeHours: p.num('FAIR_SHARE_HALF_LIFE_HOURS', 24, 0.001, 24 * 365),
+      maxRunningJobs:
+        p.raw('QUOTA_MAX_RUNNING_JOBS') === undefined
+          ? null
+          : p.int('QUOTA_MAX_RUNNING_JOBS', 0, 0, 1_000_000),
+      maxMachines: Object.fromEntries(
+        Object.entries(
+          p.pairs('QUOTA_MAX_MACHINES', /^\S{1,64}$/, /^\d{1,7}$/, 'machine-type=count'),
+        ).map(([k, v]) => [k, Number(v)]),
+      ),
+      slurmAccounts: p.ownerMap('SLURM_ACCOUNTS_FILE', SLURM_NAME),
+      slurmDefaultAccount: p.matching('SLURM_DEFAULT_ACCOUNT', SLURM_NAME, 'a Slurm account name'),
+      slurmQos: Object.fromEntries(
+        (['low', 'normal', 'high'] as const)
+          .map((k) => [k, p.matching(`SLURM_QOS_${k.toUpperCase()}`, SLURM_NAME, 'a Slurm QOS name')])
+          .filter(([, v]) => v),
+      ),
+      kubernetesPriorityClasses: p.pairs(
+        'KUBERNETES_PRIORITY_CLASSES',
+        PRIORITY_KEY,
+        DNS_SUBDOMAIN,
+        'low|normal|high=<PriorityClass name>',
+      ),
+      kueueQueues: p.pairs(
+        'KUBERNETES_KUEUE_QUEUES',
+        new RegExp(`${OWNER_KEY.source}|^\\*$`),
+        /^[a-z0-9{}_-]{1,253}$/,
+        'user:<id>|team:<id>|*=<LocalQueue name>',
+      ),
     },
     webhookAllowHttp: p.bool('WEBHOOK_ALLOW_HTTP', false),
     webhookAllowPrivate: webhookAllowPrivate(p),

@@ -19,7 +19,7 @@ import type { ModelService } from '../models/model.service';
 import { validateName } from '../teams/team.service';
 import { User } from '../users/user.entity';
 import { checkArgs } from './deployment.args';
-import { Deployment } from './deployment.entity';
+import { Deployment, PRIORITIES, PRIORITY_RANKS, type Priority } from './deployment.entity';
 import { Job, type JobInput } from './job.entity';
 import type { LocalClaims } from './job.claim';
 import type { JobLifecycle } from './job.lifecycle';
@@ -38,6 +38,8 @@ export interface CreateDeploymentInput {
   /** Where its jobs' events are POSTed, and which (docs/webhooks.md). */
   webhook?: string | null;
   webhookEventsFilter?: readonly string[] | null;
+  /** Order among the owner's jobs (docs/governance.md); default normal. */
+  priority?: Priority | null;
 }
 
 /** What a deployment is called among the things made under an Idempotency-Key. */
@@ -56,6 +58,17 @@ export function cancelAfterSeconds(text: string | null | undefined): number | nu
       cancelAfter: 'must be a duration such as 30s, 5m or 1h30m, from 1s to 7 days',
     });
   return ms / 1000;
+}
+
+/**
+ * The priority asked for, checked: `high` for a team is for its admins and owners (a member's
+ * jobs would otherwise jump the team's own queue at will).
+ */
+export function priorityOf(principal: Principal, priority: Priority | null | undefined): Priority {
+  const p = priority ?? 'normal';
+  if (!PRIORITIES.includes(p)) throw AppError.validation({ priority: `must be one of ${PRIORITIES.join(', ')}` });
+  if (p === 'high') authorize(principal, 'manage', 'create high-priority deployments');
+  return p;
 }
 
 /** A deployment's webhook settings, checked (WebhookService, wired in server/services.ts). */
@@ -185,6 +198,7 @@ export class DeploymentService {
     input: CreateDeploymentInput,
   ): Promise<{ deployment: Deployment; job: Job; cancelAfter: number | null }> {
     const name = validateName(input.name);
+    const priority = priorityOf(principal, input.priority);
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
     const model = await this.models.get(principal, input.modelId);
@@ -232,6 +246,7 @@ export class DeploymentService {
       sourceAssetId: files[0]?.mediaId ?? null,
       webhook: webhook.webhook,
       webhookEventsFilter: webhook.events,
+      priority,
     });
     const job = Object.assign(new Job(), {
       id: jobId,
@@ -247,6 +262,7 @@ export class DeploymentService {
       machineCount: model.machineCount,
       timeoutSeconds: model.timeoutSeconds,
       maxRetries: model.maxRetries,
+      priorityRank: PRIORITY_RANKS[priority],
     });
     return { deployment, job, cancelAfter };
   }

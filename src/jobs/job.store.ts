@@ -6,6 +6,14 @@ import type { Deployment } from './deployment.entity';
 import { Job, type JobOutput } from './job.entity';
 import { DISPATCH_TASK } from './job.queue';
 import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
+import {
+  claimSql,
+  queueInfoSql,
+  takeSlotCte,
+  usageEndCte,
+  wakeSql,
+  type DispatchSettings,
+} from './job.dispatch.sql';
 import type { Acting, JobStatementParts } from './job.statement-parts.port';
 import { FROM, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
@@ -56,6 +64,8 @@ export class JobStore {
   constructor(
     private readonly orm: MikroORM,
     private readonly parts: JobStatementParts,
+    /** Fair share's half-life and the default quotas (GovernanceConfig). */
+    private readonly dispatch: DispatchSettings = DEFAULT_DISPATCH,
   ) {}
 
   /**
@@ -63,7 +73,8 @@ export class JobStore {
    * first transition (and, claimed, its second), the wired parts (a model's run count), the
    * dispatch task unless claimed (so a job is dispatched if and only if it was created), its
    * deadline task and its events, in order (sent on commit), and the request's own parts.
-   * A claim holds only while no other job is queued (first come, first served).
+   * A claim holds only while no job is queued at all (a queued job is owed the slot by fair share,
+   * docs/governance.md) and within the owner's quotas, counted as the dispatch's claim counts them.
    */
   async createDeployment(
     n: NewDeployment,
@@ -76,26 +87,41 @@ export class JobStore {
         name: 'd',
         sql: sql`
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
-                                  webhook, webhook_events_filter, created_at)
+                                  webhook, webhook_events_filter, priority, created_at)
          values (${d.id}, ${d.ownerType}, ${d.ownerId}, ${d.name}, ${d.modelId}, ${JSON.stringify(d.args)}::jsonb,
                  ${d.sourceAssetId}, ${d.targetAssetId}, ${d.webhook}, ${`{${d.webhookEventsFilter.join(',')}}`}::text[],
-                 ${d.createdAt}) returning id`,
+                 ${d.priority}, ${d.createdAt}) returning id`,
       },
       ...ctesOf(own),
       {
-        name: 'w',
-        sql: sql`select ${n.claimFor}::uuid as id where not exists (select 1 from jobs where status = 'queued')`,
+        name: 'me',
+        sql: sql`select ${job.ownerType}::text as owner_type, ${job.ownerId}::uuid as owner_id,
+                        ${job.machineType}::text as machine_type, ${job.machineCount}::int as machine_count`,
       },
+      takeSlotCte(
+        'slot',
+        'me',
+        this.dispatch,
+        sql`${n.claimFor}::uuid is not null and not exists (select 1 from jobs where status = 'queued')`,
+      ),
+      // The owner's row, for the claims of its queued jobs (made by `slot` when it claims).
+      {
+        name: 'owner_row',
+        sql: raw(`insert into owner_usage (owner_type, owner_id) select owner_type, owner_id from me
+                  where not exists (select 1 from slot) on conflict do nothing`),
+      },
+      { name: 'w', sql: sql`select ${n.claimFor}::uuid as id from slot` },
       {
         name: 'j',
         sql: sql`
-         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, executor, argv, inputs,
-                           container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
-                           log_tail, created_at, updated_at)
+         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, worker_id, claimed_at, executor,
+                           argv, inputs, container, machine_type, machine_count, priority_rank, timeout_seconds,
+                           max_retries, deadline_at, log_tail, created_at, updated_at)
          select ${job.id}, d.id, ${job.modelId}, ${job.ownerType}, ${job.ownerId},
-                case when w.id is null then 'queued' else 'starting' end, w.id, ${job.executor},
+                case when w.id is null then 'queued' else 'starting' end, w.id,
+                case when w.id is null then null else now() end, ${job.executor},
                 ${JSON.stringify(job.argv)}::jsonb, ${JSON.stringify(job.inputs)}::jsonb, ${job.container},
-                ${job.machineType}, ${job.machineCount}, ${job.timeoutSeconds}, ${job.maxRetries},
+                ${job.machineType}, ${job.machineCount}, ${job.priorityRank}, ${job.timeoutSeconds}, ${job.maxRetries},
                 now() + make_interval(secs => ${n.cancelAfter}::double precision), '', now(), now()
                 from d left join w on true
          returning *`,
@@ -129,6 +155,43 @@ export class JobStore {
       deadlineAt: first.deadline_at === null ? null : new Date(first.deadline_at as string),
       claimed: first.claimed as boolean,
     };
+  }
+
+  /**
+   * The claim of a dispatch task's worker (claimSql): the best queued job by fair share, priority
+   * and age within the quotas, moved to `starting` for `workerId`. Null when none may start now;
+   * a job picked whose owner's last slot another claim took meanwhile is looked for again.
+   */
+  async claimNext(workerId: string): Promise<Job | null> {
+    const statement = claimSql(
+      workerId,
+      this.dispatch,
+      prefixedColumns(this.orm, Job, 'upd', ''),
+      jobEventSql('upd', 'ins.seq', 'upd.from_status'),
+    ).compile();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const [row] = await queryRows(this.orm.em, statement.text, statement.params, true);
+      if (row.id !== null) return rowReader(this.orm, Job)(row);
+      if (Number(row.picked) === 0) return null;
+    }
+    return null;
+  }
+
+  /**
+   * Of the jobs `ids`, those queued: their place in their owner's queue (null past `cap` jobs
+   * ahead) and the quota that holds them, if one does (queueInfoSql).
+   */
+  async queueInfo(
+    ids: readonly string[],
+    cap: number,
+  ): Promise<Map<string, { position: number | null; reason: string | null }>> {
+    const statement = queueInfoSql(ids, this.dispatch, cap).compile();
+    const rows: { id: string; ahead: string; reason: string | null }[] = await this.orm.em
+      .fork()
+      .execute(statement.text, statement.params);
+    return new Map(
+      rows.map((r) => [r.id, { position: Number(r.ahead) > cap ? null : Number(r.ahead) + 1, reason: r.reason }]),
+    );
   }
 
   /** A queued copy of the job `jobId` (a retry its owner asked for), linked to it; its deadline anew. */
@@ -207,6 +270,10 @@ export class JobStore {
         ],
       });
     if (events.length) parts.push(this.parts.events({ jobs: 'upd', events }));
+    // A job that held a slot gives it back to its owner's counters, its usage counted (fair
+    // share), and wakes a dispatch for the jobs that wait (some perhaps for this very slot).
+    if (to === 'succeeded' || to === 'failed' || to === 'canceled')
+      parts.push({ ctes: [usageEndCte('usage_end', 'upd', this.dispatch)], reads: [wakeSql('upd')] });
     const statement = withCtes(
       [...ctes, ...ctesOf(parts)],
       sql`select ${raw(prefixedColumns(this.orm, Job, 'upd', ''))}, upd.from_status,
@@ -319,6 +386,9 @@ export class JobStore {
     return part ? [part] : [];
   }
 }
+
+/** Without configuration: a day's half-life, no quotas. */
+const DEFAULT_DISPATCH: DispatchSettings = { halfLifeSeconds: 86400, maxRunningJobs: null, maxMachines: {} };
 
 /** A job some worker should be following, as reconciliation reads it. */
 export interface FollowedRow {

@@ -8,7 +8,8 @@ import { AuditRecord, Team, TeamInvite, TeamMember } from '../teams/team.entity'
 import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Deployment } from '../jobs/deployment.entity';
-import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
+import { Job, JobLogBatch, JobTransition, OwnerUsage, WorkerInstance } from '../jobs/job.entity';
+import { OwnerQuota } from '../quotas/quota.entity';
 import { MediaAsset } from '../media/media.entity';
 import { MediaStorageInterval } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
@@ -27,6 +28,8 @@ export const entities = [
   MediaAsset,
   Deployment,
   Job,
+  OwnerUsage,
+  OwnerQuota,
   JobTransition,
   WorkerInstance,
   Model,

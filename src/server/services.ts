@@ -111,7 +111,11 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     createCallOriginator(config, log),
     callLinkLimit(orm, config),
   );
-  const jobStore = new JobStore(orm, jobStatementParts(audit));
+  const jobStore = new JobStore(orm, jobStatementParts(audit), {
+    halfLifeSeconds: config.governance.fairShareHalfLifeHours * 3600,
+    maxRunningJobs: config.governance.maxRunningJobs,
+    maxMachines: config.governance.maxMachines,
+  });
   const jobQueries = new JobQueries(orm);
   // The free slots of this process's worker (if it has one), where jobs created here are claimed.
   const claims = new LocalClaims();

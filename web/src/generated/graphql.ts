@@ -18,6 +18,8 @@ export type CreateDeploymentInput = {
   cancelAfter?: string | null | undefined;
   modelId: string | number;
   name: string;
+  /** Default: NORMAL. */
+  priority?: Priority | null | undefined;
   /** An https URL to POST its jobs to as events happen, signed (docs/webhooks.md). */
   webhook?: string | null | undefined;
   /** Default: COMPLETED only. */
@@ -64,6 +66,12 @@ export type ModelFilterInput = {
   /** Models carrying any of these tags. */
   tags?: Array<string> | null | undefined;
 };
+
+/** Order among the owner's own jobs (higher first, then age); across owners fair share decides. HIGH for a team needs admin or owner. */
+export type Priority =
+  | 'HIGH'
+  | 'LOW'
+  | 'NORMAL';
 
 /** What a member may do in a team (docs/teams.md has the matrix). */
 export type TeamRole =
