@@ -5,6 +5,7 @@ import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { secretRoutes } from './routes/secrets.routes';
+import { quotaRoutes } from './routes/quotas.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
 import { teamRoutes } from './routes/teams.routes';
 import { tokenRoutes } from './routes/tokens.routes';
@@ -21,5 +22,6 @@ export const restRoutes: RestRoute[] = [
   ...telephonyRoutes,
   ...jobRoutes,
   ...billingRoutes,
+  ...quotaRoutes,
   ...webhookRoutes,
 ];

@@ -647,9 +647,9 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
           ? null
           : p.int('QUOTA_MAX_RUNNING_JOBS', 0, 0, 1_000_000),
       maxMachines: Object.fromEntries(
-        Object.entries(
-          p.pairs('QUOTA_MAX_MACHINES', /^\S{1,64}$/, /^\d{1,7}$/, 'machine-type=count'),
-        ).map(([k, v]) => [k, Number(v)]),
+        Object.entries(p.pairs('QUOTA_MAX_MACHINES', /^\S{1,64}$/, /^\d{1,7}$/, 'machine-type=count')).map(
+          ([k, v]) => [k, Number(v)],
+        ),
       ),
       slurmAccounts: p.ownerMap('SLURM_ACCOUNTS_FILE', SLURM_NAME),
       slurmDefaultAccount: p.matching('SLURM_DEFAULT_ACCOUNT', SLURM_NAME, 'a Slurm account name'),

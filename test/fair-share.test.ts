@@ -12,15 +12,18 @@ jest.setTimeout(300_000);
 
 /** Jobs' claim times and states, read from the database (as the workers wrote them). */
 async function claims(t: TestApp, ids: readonly string[]) {
-  const rows: { id: string; status: string; claimed_at: Date | null; starts: string }[] = await t.runtime.orm.em
-    .fork()
-    .execute<{ id: string; status: string; claimed_at: string | null; starts: string }[]>(
-      `select j.id, j.status, j.claimed_at,
+  const rows: { id: string; status: string; claimed_at: Date | null; starts: string }[] =
+    await t.runtime.orm.em
+      .fork()
+      .execute<{ id: string; status: string; claimed_at: string | null; starts: string }[]>(
+        `select j.id, j.status, j.claimed_at,
               (select count(*) from job_transitions t where t.job_id = j.id and t.to_status = 'starting') as starts
        from jobs j where j.id = any(?::uuid[])`,
-      [`{${ids.join(',')}}`],
-    )
-    .then((rs) => rs.map((r) => ({ ...r, claimed_at: r.claimed_at === null ? null : new Date(r.claimed_at) })));
+        [`{${ids.join(',')}}`],
+      )
+      .then((rs) =>
+        rs.map((r) => ({ ...r, claimed_at: r.claimed_at === null ? null : new Date(r.claimed_at) })),
+      );
   return rows;
 }
 
@@ -194,7 +197,9 @@ describe('priority within one owner', () => {
     const normal2 = await run(quick, 'normal');
 
     const positions = await Promise.all([low, normal1, high, normal2].map((id) => api.job(id)));
-    expect(positions.map((j) => (j as unknown as { queue_position: number }).queue_position)).toEqual([4, 2, 1, 3]);
+    expect(positions.map((j) => (j as unknown as { queue_position: number }).queue_position)).toEqual([
+      4, 2, 1, 3,
+    ]);
     expect(positions.map((j) => (j as unknown as { priority: string }).priority)).toEqual([
       'low',
       'normal',
@@ -228,7 +233,9 @@ describe('priority within one owner', () => {
       60_000,
     );
     const rows = await claims(t, [high, normal1, normal2, low]);
-    const order = [...rows].sort((x, y) => x.claimed_at!.getTime() - y.claimed_at!.getTime()).map((r) => r.id);
+    const order = [...rows]
+      .sort((x, y) => x.claimed_at!.getTime() - y.claimed_at!.getTime())
+      .map((r) => r.id);
     expect(order).toEqual([high, normal1, normal2, low]);
   });
 });

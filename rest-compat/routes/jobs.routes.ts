@@ -220,7 +220,8 @@ export const jobRoutes = [
         webhook_events_filter: { ...arrayOf(enumOf(WEBHOOK_EVENTS)), description: 'default `["completed"]`' },
         priority: {
           ...enumOf(PRIORITIES),
-          description: "order among the owner's jobs, default `normal`; `high` for a team needs admin or owner",
+          description:
+            "order among the owner's jobs, default `normal`; `high` for a team needs admin or owner",
         },
       },
       ['name', 'model_id'],

@@ -12,7 +12,8 @@ export type Priority = (typeof PRIORITIES)[number];
 /** A job's `priority_rank` for its deployment's priority: higher first. */
 export const PRIORITY_RANKS: Readonly<Record<Priority, number>> = { low: 10, normal: 20, high: 30 };
 /** The priority a job's rank belongs to (a rank between steps, a batch item's, to the one below). */
-export const priorityOfRank = (rank: number): Priority => (rank >= 30 ? 'high' : rank >= 20 ? 'normal' : 'low');
+export const priorityOfRank = (rank: number): Priority =>
+  rank >= 30 ? 'high' : rank >= 20 ? 'normal' : 'low';
 
 /**
  * A model run over media with arguments. Creating one creates its job; the model is referenced

@@ -66,7 +66,8 @@ export function cancelAfterSeconds(text: string | null | undefined): number | nu
  */
 export function priorityOf(principal: Principal, priority: Priority | null | undefined): Priority {
   const p = priority ?? 'normal';
-  if (!PRIORITIES.includes(p)) throw AppError.validation({ priority: `must be one of ${PRIORITIES.join(', ')}` });
+  if (!PRIORITIES.includes(p))
+    throw AppError.validation({ priority: `must be one of ${PRIORITIES.join(', ')}` });
   if (p === 'high') authorize(principal, 'manage', 'create high-priority deployments');
   return p;
 }

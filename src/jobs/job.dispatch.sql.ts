@@ -40,7 +40,15 @@ function limits(s: DispatchSettings, ot: string, oid: string, mt: string): { job
  * Whether one more job of `mc` machines of type `mt` fits the owner's quotas, given `running`
  * jobs and `inUse` machines of that type (-1 from `limits` stands for an explicit "unlimited").
  */
-function fits(s: DispatchSettings, ot: string, oid: string, mt: string, mc: string, running: string, inUse: string): Sql {
+function fits(
+  s: DispatchSettings,
+  ot: string,
+  oid: string,
+  mt: string,
+  mc: string,
+  running: string,
+  inUse: string,
+): Sql {
   const l = limits(s, ot, oid, mt);
   return sql`(${l.jobs} is null or ${raw(running)} < ${l.jobs})
     and (${l.machines} is null or ${l.machines} < 0 or ${raw(inUse)} + ${raw(mc)} <= ${l.machines})`;

@@ -196,7 +196,9 @@ export class JobResolver {
 
   @FieldResolver(() => Int, { nullable: true })
   async queuePosition(@Root() job: JobType, @Ctx() ctx: RequestContext) {
-    return job.status === JobStatusEnum.QUEUED ? ((await this.queueLoader(ctx).load(job.id))?.position ?? null) : null;
+    return job.status === JobStatusEnum.QUEUED
+      ? ((await this.queueLoader(ctx).load(job.id))?.position ?? null)
+      : null;
   }
 
   @FieldResolver(() => String, { nullable: true })

@@ -190,7 +190,10 @@ export class JobStore {
       .fork()
       .execute(statement.text, statement.params);
     return new Map(
-      rows.map((r) => [r.id, { position: Number(r.ahead) > cap ? null : Number(r.ahead) + 1, reason: r.reason }]),
+      rows.map((r) => [
+        r.id,
+        { position: Number(r.ahead) > cap ? null : Number(r.ahead) + 1, reason: r.reason },
+      ]),
     );
   }
 

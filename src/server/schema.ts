@@ -11,6 +11,7 @@ import { JobResolver } from '../jobs/job.resolver';
 import { BillingResolver } from '../billing/billing.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { SecretResolver } from '../secrets/secret.resolver';
+import { QuotaResolver } from '../quotas/quota.resolver';
 import { AppError } from '../common/errors';
 import { DateTimeISO } from '../graphql/graphql.scalars';
 import type { Services } from './services';
@@ -29,6 +30,7 @@ function resolverInstances(s: Services) {
     new BillingResolver(s.billing),
     new WebhookResolver(s.webhooks),
     new SecretResolver(s.secrets),
+    new QuotaResolver(s.quotas),
   ];
 }
 
@@ -44,6 +46,7 @@ const resolverClasses = [
   BillingResolver,
   WebhookResolver,
   SecretResolver,
+  QuotaResolver,
 ] as const;
 
 /**

@@ -26,6 +26,7 @@ import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService, runCountPart } from '../models/model.service';
 import { SecretService } from '../secrets/secret.service';
+import { QuotaService } from '../quotas/quota.service';
 import { loadSealingKey, SecretBox } from '../common/sealing';
 import { AppError } from '../common/errors';
 import { AuditLog } from '../teams/audit.service';
@@ -165,6 +166,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     media,
     models,
     secrets,
+    quotas: new QuotaService(orm, config.governance),
     telephony,
     jobs,
     deployments,
