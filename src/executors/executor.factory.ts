@@ -48,6 +48,11 @@ export function createExecutor(config: Config, log: Logger): Executor {
       machineTypes: config.machineTypes,
       programs: builtinPrograms(),
       script: slurmJobScript(),
+      governance: {
+        accounts: config.governance.slurmAccounts,
+        defaultAccount: config.governance.slurmDefaultAccount,
+        qos: config.governance.slurmQos,
+      },
       log,
     });
   if (config.executor === 'kubernetes') {

@@ -15,6 +15,7 @@ import {
   phaseOf,
   sbatchArgs,
   type QueuedJob,
+  type SlurmGovernance,
 } from './slurm.sbatch';
 import { newTracked, type Tracked } from './slurm.tracked';
 
@@ -30,6 +31,8 @@ export interface SlurmExecutorOptions {
   programs: Record<string, string[]>;
   /** The batch script (slurm.job.sh). */
   script: string;
+  /** Owners' accounts and priorities' QOS (docs/governance.md). */
+  governance?: SlurmGovernance;
   log: Logger;
   /** How often the files of running jobs are read (log lines, exit status). */
   filePollMs?: number;
@@ -96,6 +99,7 @@ export class SlurmExecutor implements Executor {
       runtime: this.opts.runtime,
       machineTypes: this.opts.machineTypes,
       programs: this.opts.programs,
+      governance: this.opts.governance,
     });
     // Slurm opens the output files there before the script runs.
     mkdirSync(path.join(spec.workDir, JOB_FILES_DIR), { recursive: true });

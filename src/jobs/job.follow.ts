@@ -14,6 +14,7 @@ import {
 } from '../executors/executor.port';
 import type { MediaService } from '../media/media.service';
 import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
+import { priorityOfRank } from './deployment.entity';
 import type { Job, JobOutput } from './job.entity';
 import { stageInputs, storeOutputs, workDirOf } from './job.files';
 import { JobLog, type LogLine } from './job.log';
@@ -385,6 +386,7 @@ export class JobFollow implements JobObserver {
     return {
       jobId: job.id,
       owner: { type: job.ownerType, id: job.ownerId },
+      priority: priorityOfRank(job.priorityRank),
       argv: job.argv,
       env: {},
       container: job.container,
