@@ -75,6 +75,8 @@ export function createExecutor(config: Config, log: Logger): Executor {
         serviceAccount: k.jobServiceAccount,
         builtinImage: k.builtinImage,
         programs: builtinPrograms(),
+        priorityClasses: config.governance.kubernetesPriorityClasses,
+        kueueQueues: config.governance.kueueQueues,
       },
       tracker: {
         imagePullGraceSeconds: k.imagePullGraceSeconds,
