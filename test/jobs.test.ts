@@ -565,8 +565,9 @@ describe('dispatch', () => {
       await cancel(busy[0].id);
       await waitForJob(t, alice, queued.id, (j) => j.status === 'RUNNING');
       expect((await dispatchOf(queued.id)).workerId).toBe(t.runtime.runner!.instanceId);
-      // A slot is free, but another job waits in the queue (here one without a task, as if
-      // another worker's): a new job queues behind it rather than taking the slot first.
+      // A slot is free, but an older job of the same owner waits in the queue (here one without
+      // a task of its own): a new job queues behind it rather than taking the slot first, and
+      // the new job's task claims the older one (a task takes the best job, not its own).
       await cancel(busy[1].id);
       await waitForJob(t, alice, busy[1].id, (j) => j.status === 'CANCELED');
       [{ id: stray }] = await em.execute(
@@ -579,6 +580,10 @@ describe('dispatch', () => {
       );
       const next = await create(idle);
       expect(next.status).toBe('QUEUED');
+      await waitForJob(t, alice, stray!, (j) => j.status === 'RUNNING');
+      expect((await jobOf(t, alice, next.id)).status).toBe('QUEUED');
+      // The older one's end frees the slot and queues the task that takes the new one.
+      await cancel(stray!);
       await waitForJob(t, alice, next.id, (j) => j.status === 'RUNNING');
       const seen = await all.done;
       for (const id of [queued.id, next.id])
@@ -590,7 +595,7 @@ describe('dispatch', () => {
       for (const j of [queued, next]) await cancel(j.id);
       for (const j of [queued, next]) expect((await waitForJob(t, alice, j.id)).status).toBe('CANCELED');
     } finally {
-      if (stray) await em.execute('delete from jobs where id = ?', [stray]);
+      if (stray) await cancel(stray);
       await client.dispose();
     }
   }, 120_000);
