@@ -319,13 +319,15 @@ export class JobRunner implements LocalWorker {
     // The slot is held while claiming, under a key no job has.
     const slot = `claim:${randomUUID()}`;
     this.following.set(slot, null);
-    let job: Job | null;
+    let job: Job | null = null;
     try {
       job = await this.jobs.claimNext(this.instanceId);
     } finally {
       this.following.delete(slot);
+      // Nothing claimed (or the claim failed): the slot goes to a task waiting for one.
+      if (!job) this.waiting.shift()?.();
     }
-    if (!job) return this.waiting.shift()?.();
+    if (!job) return;
     const follow = this.follow(job, false);
     await (this.executor.detached ? follow.started : follow.done);
   }
