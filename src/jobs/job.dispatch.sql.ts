@@ -18,7 +18,7 @@ export interface DispatchSettings {
 }
 
 /** A queued job's order in its owner's queue (jobs_owner_queue_index, jobs_dispatch_index). */
-export const QUEUE_ORDER = 'priority_rank desc, created_at, id';
+const QUEUE_ORDER = 'priority_rank desc, created_at, id';
 
 /** Groups looked at per claim, best first: past them a claim under contention takes nothing. */
 const CANDIDATE_GROUPS = 64;
@@ -80,13 +80,6 @@ export function takeSlotCte(name: string, source: string, s: DispatchSettings, w
       returning u.owner_type`,
   };
 }
-
-/** The owner's row made if missing (its jobs are queued), for the claims to update. */
-export const ownerRowCte = (name: string, jobs: string): Cte => ({
-  name,
-  sql: raw(`insert into owner_usage (owner_type, owner_id) select distinct owner_type, owner_id from ${jobs}
-            on conflict do nothing`),
-});
 
 /**
  * A CTE over the rows `upd` of jobs that just ended (with `from_status`): those that were claimed
