@@ -104,13 +104,21 @@ export class JobStore {
         this.dispatch,
         sql`${n.claimFor}::uuid is not null and not exists (select 1 from jobs where status = 'queued')`,
       ),
-      // The owner's row, for the claims of its queued jobs (made by `slot` when it claims).
+      // The owner's row, for the claims of its queued jobs (made by `slot` when it claims). Only
+      // when missing: an insert that meets the row waits for whoever holds it, and it runs
+      // before the statement locks anything else (read by `w`), so that no lock cycle forms
+      // with a creation holding the row and wanting the model's (its run count).
       {
         name: 'owner_row',
         sql: raw(`insert into owner_usage (owner_type, owner_id) select owner_type, owner_id from me
-                  where not exists (select 1 from slot) on conflict do nothing`),
+                  where not exists (select 1 from slot)
+                    and not exists (select 1 from owner_usage u where u.owner_type = me.owner_type and u.owner_id = me.owner_id)
+                  on conflict do nothing returning 1`),
       },
-      { name: 'w', sql: sql`select ${n.claimFor}::uuid as id from slot` },
+      {
+        name: 'w',
+        sql: sql`select ${n.claimFor}::uuid as id from slot where (select count(*) from owner_row) >= 0`,
+      },
       {
         name: 'j',
         sql: sql`
