@@ -22,6 +22,7 @@ const LAYERS = [
   ['src/chat-bridge'],
   ['src/telephony'],
   ['src/billing'],
+  ['src/quotas'],
   ['src/tasks'],
   ['src/batches'],
   ['src/webhooks'],

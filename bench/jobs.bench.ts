@@ -10,6 +10,9 @@
  *    and run time beside those of jobs with no subscriber; every subscriber's events checked (lost,
  *    repeated, out of order); next to a bare `ws` server broadcasting the same message to as many
  *    sockets, in the same run.
+ * 4. fair share: BENCH_FAIR_QUEUED jobs of owner A queued (two slots, A's jobs sleeping 0.3 s), then
+ *    owner B's single job: when B's job is claimed and runs, beside when A's next job is claimed
+ *    after B's creation (B's must be the next claim: one dispatch round).
  */
 import { createClient, type Client as WsClient } from 'graphql-ws';
 import { randomUUID } from 'node:crypto';
@@ -35,7 +38,77 @@ const FANOUT = setting('BENCH_FANOUT', 2000, 50);
 const FANOUT_LARGE = setting('BENCH_FANOUT_LARGE', 10_000, 100);
 const FANOUT_JOBS = setting('BENCH_FANOUT_JOBS', 30, 3);
 
+const FAIR_QUEUED = setting('BENCH_FAIR_QUEUED', 10_000, 200);
+
 const fmt = (v: number) => v.toFixed(1);
+
+/**
+ * Owner A's BENCH_FAIR_QUEUED jobs queued behind two busy slots, then owner B's one job: B's is
+ * claimed at the next free slot, A's next one after it (claim times from the database's clock).
+ */
+export async function fairShare(): Promise<void> {
+  const sut = await startService({
+    ROLES: 'api,worker',
+    LOCAL_EXECUTOR_TRUST: 'any',
+    WORKER_CONCURRENCY: '2',
+  });
+  const db = new Client({ connectionString: sut.db.url });
+  await db.connect();
+  const a = await jobsClient(sut.service.url, `Bearer ${await sut.token('owner-a')}`, 'sleep 0.3 {args}');
+  const b = await jobsClient(sut.service.url, `Bearer ${await sut.token('owner-b')}`, 'true {args}');
+  try {
+    // A's queue: one job made through the API, copied as queued jobs with a dispatch task each
+    // (as creating them one by one would leave them, in far less time).
+    const template = await a.create();
+    await db.query(
+      `with made as (
+         insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs, container,
+                           machine_type, machine_count, priority_rank, timeout_seconds, max_retries, log_tail,
+                           created_at, updated_at)
+         select gen_random_uuid(), deployment_id, model_id, owner_type, owner_id, 'queued', executor, argv, inputs,
+                container, machine_type, machine_count, priority_rank, timeout_seconds, max_retries, '',
+                now() + n * interval '1 microsecond', now()
+         from jobs, generate_series(1, $2::int) n where id = $1 returning id)
+       select count(graphile_worker.add_job('dispatch_job', '{}'::json, max_attempts => 5)) from made`,
+      [template, FAIR_QUEUED],
+    );
+    await new Promise((r) => setTimeout(r, 1000)); // both slots busy with A's jobs
+    const bJob = await b.create();
+    await b.eventOf(bJob, 'RUNNING');
+    // A's next claim comes at the next slot after B's: wait for it (one A job, 0.3 s, at most).
+    type Claims = { b_claim: number; a_next: number | null; a_queued: string };
+    let r: Claims = { b_claim: 0, a_next: null, a_queued: '' };
+    for (let i = 0; i < 50 && r.a_next === null; i++) {
+      if (i) await new Promise((done) => setTimeout(done, 100));
+      [r] = (
+        await db.query<Claims>(
+          `select extract(epoch from bj.claimed_at - bj.created_at) * 1000 as b_claim,
+                  (select extract(epoch from min(j.claimed_at) - bj.created_at) * 1000 from jobs j
+                    where j.owner_id <> bj.owner_id and j.claimed_at > bj.created_at) as a_next,
+                  (select count(*) from jobs j where j.owner_id <> bj.owner_id and j.status = 'queued') as a_queued
+           from jobs bj where bj.id = $1`,
+          [bJob],
+        )
+      ).rows;
+    }
+    printTable(
+      `Fair share: owner B's one job behind ${FAIR_QUEUED} queued jobs of owner A (2 slots, A's jobs 0.3 s)`,
+      [
+        {
+          'B claimed, ms after its creation': fmt(Number(r.b_claim)),
+          "A's next claim, ms after B's creation": r.a_next === null ? 'none yet' : fmt(Number(r.a_next)),
+          'B first': r.a_next === null || Number(r.b_claim) <= Number(r.a_next) ? 'yes' : 'NO',
+          "A's jobs still queued": r.a_queued,
+        },
+      ],
+    );
+  } finally {
+    await a.dispose();
+    await b.dispose();
+    await db.end();
+    await sut.stop();
+  }
+}
 
 /** The bare floor: a row inserted and NOTIFYed by one connection, heard by another. */
 async function bareRoundTrips(databaseUrl: string, n: number): Promise<number[]> {
@@ -353,4 +426,5 @@ export async function run(): Promise<void> {
     await dispose();
     await sut.stop();
   }
+  await fairShare();
 }

@@ -16,6 +16,8 @@ const benchmarks: Record<string, { run(): Promise<void> }> = {
   media,
   jobs,
   batch,
+  // The jobs benchmark's fair-share case alone (it also runs as the last case of `jobs`).
+  fairshare: { run: jobs.fairShare },
   billing,
   slurm,
   scale,

@@ -23,6 +23,7 @@ import { Migration20261126153000_list_indexes } from './Migration20261126153000_
 import { Migration20261126160000_invite_user } from './Migration20261126160000_invite_user';
 import { Migration20261127010000_batches } from './Migration20261127010000_batches';
 import { Migration20261127030000_budgets } from './Migration20261127030000_budgets';
+import { Migration20261127040000_fairshare } from './Migration20261127040000_fairshare';
 import { Migration20261127050000_job_versions_secrets } from './Migration20261127050000_job_versions_secrets';
 import { Migration20261127060000_job_list_indexes } from './Migration20261127060000_job_list_indexes';
 import { Migration20261127060100_media_tags } from './Migration20261127060100_media_tags';
@@ -53,6 +54,7 @@ export const migrationsList = [
   { name: 'Migration20261126160000_invite_user', class: Migration20261126160000_invite_user },
   { name: 'Migration20261127010000_batches', class: Migration20261127010000_batches },
   { name: 'Migration20261127030000_budgets', class: Migration20261127030000_budgets },
+  { name: 'Migration20261127040000_fairshare', class: Migration20261127040000_fairshare },
   { name: 'Migration20261127050000_job_versions_secrets', class: Migration20261127050000_job_versions_secrets },
   { name: 'Migration20261127060000_job_list_indexes', class: Migration20261127060000_job_list_indexes },
   { name: 'Migration20261127060100_media_tags', class: Migration20261127060100_media_tags },

@@ -6,6 +6,7 @@ import { billingRoutes } from './routes/billing.routes';
 import { mediaRoutes } from './routes/media.routes';
 import { modelRoutes } from './routes/models.routes';
 import { secretRoutes } from './routes/secrets.routes';
+import { quotaRoutes } from './routes/quotas.routes';
 import { telephonyRoutes } from './routes/telephony.routes';
 import { teamRoutes } from './routes/teams.routes';
 import { tokenRoutes } from './routes/tokens.routes';
@@ -23,5 +24,6 @@ export const restRoutes: RestRoute[] = [
   ...jobRoutes,
   ...batchRoutes,
   ...billingRoutes,
+  ...quotaRoutes,
   ...webhookRoutes,
 ];

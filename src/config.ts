@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { bridgeConfig, type BridgeConfig } from './config/config.bridge';
 import { executorConfig, type ExecutorConfig } from './config/config.executors';
+export type { GovernanceConfig } from './config/config.governance';
+import { governanceConfig, type GovernanceSettings } from './config/config.governance';
 import { identityConfig, type IdentityConfig } from './config/config.identity';
 import { ConfigError, Parser, type Env } from './config/config.parser';
 import { serverConfig, type ServerConfig } from './config/config.server';
@@ -24,7 +26,14 @@ export {
 } from './config/config.executors';
 
 export interface Config
-  extends ServerConfig, IdentityConfig, ExecutorConfig, TelephonyConfig, BridgeConfig, WebhookConfig {}
+  extends
+    ServerConfig,
+    IdentityConfig,
+    ExecutorConfig,
+    GovernanceSettings,
+    TelephonyConfig,
+    BridgeConfig,
+    WebhookConfig {}
 
 export function loadConfig(env: Env = readProcessEnv()): Config {
   const p = new Parser(env);
@@ -33,6 +42,7 @@ export function loadConfig(env: Env = readProcessEnv()): Config {
     ...server,
     ...identityConfig(p),
     ...executorConfig(p, server),
+    ...governanceConfig(p),
     ...telephonyConfig(p),
     ...bridgeConfig(p, server),
     ...webhookConfig(p),

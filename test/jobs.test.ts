@@ -548,13 +548,13 @@ describe('dispatch', () => {
     for (const b of busy) await waitForJob(t, alice, b.id, (j) => j.status === 'RUNNING');
     const client = connect(alice);
     const em = t.runtime.orm.em.fork();
-    let stray: string | undefined;
     try {
       const all = collect<{ jobs: { id: string; status: string } }>(
         client,
         'subscription { jobs { id status } }',
         {},
-        (e) => e.filter((x) => x.jobs.status === 'RUNNING').length === 2,
+        // The queued job, the older one without a task, the new one.
+        (e) => e.filter((x) => x.jobs.status === 'RUNNING').length === 3,
       );
       await new Promise((r) => setTimeout(r, 200)); // the subscription is registered
       // Both slots are taken: queued, with its dispatch task.
@@ -565,11 +565,12 @@ describe('dispatch', () => {
       await cancel(busy[0].id);
       await waitForJob(t, alice, queued.id, (j) => j.status === 'RUNNING');
       expect((await dispatchOf(queued.id)).workerId).toBe(t.runtime.runner!.instanceId);
-      // A slot is free, but another job waits in the queue (here one without a task, as if
-      // another worker's): a new job queues behind it rather than taking the slot first.
+      // A slot is free, but an older job of the same owner waits in the queue (here one without
+      // a task of its own): a new job queues behind it rather than taking the slot first, and
+      // the new job's task claims the older one (a task takes the best job, not its own).
       await cancel(busy[1].id);
       await waitForJob(t, alice, busy[1].id, (j) => j.status === 'CANCELED');
-      [{ id: stray }] = await em.execute(
+      const [{ id: stray }] = await em.execute<{ id: string }[]>(
         `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, inputs,
                            container, machine_type, machine_count, timeout_seconds, log_tail, created_at, updated_at)
          select gen_random_uuid(), deployment_id, model_id, owner_type, owner_id, 'queued', executor, argv, inputs,
@@ -579,6 +580,10 @@ describe('dispatch', () => {
       );
       const next = await create(idle);
       expect(next.status).toBe('QUEUED');
+      await waitForJob(t, alice, stray, (j) => j.status === 'RUNNING');
+      expect((await jobOf(t, alice, next.id)).status).toBe('QUEUED');
+      // The older one's end frees the slot and queues the task that takes the new one.
+      await cancel(stray);
       await waitForJob(t, alice, next.id, (j) => j.status === 'RUNNING');
       const seen = await all.done;
       for (const id of [queued.id, next.id])
@@ -590,7 +595,11 @@ describe('dispatch', () => {
       for (const j of [queued, next]) await cancel(j.id);
       for (const j of [queued, next]) expect((await waitForJob(t, alice, j.id)).status).toBe('CANCELED');
     } finally {
-      if (stray) await em.execute('delete from jobs where id = ?', [stray]);
+      // Nothing of this test holds a slot for the next ones, whatever failed.
+      const left = await em.execute<{ id: string }[]>(
+        `select id from jobs where status in ('queued', 'starting', 'running')`,
+      );
+      for (const { id } of left) await cancel(id);
       await client.dispose();
     }
   }, 120_000);

@@ -558,3 +558,54 @@ describe('the Role', () => {
     expect(peer.calls.filter((c) => c.status === 403 && c.namespace === NS)).toEqual([]);
   });
 });
+
+describe('priorities and Kueue queues (docs/governance.md)', () => {
+  it('gives a Job the priority’s PriorityClass and, with Kueue, the owner’s LocalQueue, suspended', async () => {
+    const jobId = randomUUID();
+    const workDir = path.join(jobsDir, jobId);
+    mkdirSync(path.join(workDir, 'output'), { recursive: true });
+    const team = randomUUID();
+    const spec = {
+      jobId,
+      argv: ['true'],
+      env: {},
+      container: 'registry.example/tools:1',
+      machineType: 'test',
+      machineCount: 1,
+      timeoutSeconds: 600,
+      inputs: [],
+      workDir,
+      outputDir: path.join(workDir, 'output'),
+      owner: { type: 'team' as const, id: team },
+      priority: 'low' as const,
+    };
+    const governed = {
+      ...settings(),
+      priorityClasses: { low: 'batch-low', high: 'interactive' },
+      kueueQueues: { [`team:${team}`]: 'lab-queue', '*': 'jobs-{owner_type}-{owner_id}' },
+    };
+    const { job: created } = await client.createJob(buildJobManifest(spec, undefined, governed));
+    const stored = peerJob(created.metadata!.name!);
+    expect(stored.metadata.labels).toMatchObject({ 'kueue.x-k8s.io/queue-name': 'lab-queue' });
+    expect(stored.spec).toMatchObject({ suspend: true });
+    expect(stored.spec.template.spec).toMatchObject({ priorityClassName: 'batch-low' });
+    await client.deleteJob(created.metadata!.name!);
+
+    // Another owner takes the `*` queue; normal priority has no class here: none is set.
+    const other = buildJobManifest(
+      { ...spec, jobId: randomUUID(), owner: { type: 'user', id: OWNER }, priority: 'normal' },
+      undefined,
+      governed,
+    );
+    expect(other.metadata!.labels!['kueue.x-k8s.io/queue-name']).toBe(`jobs-user-${OWNER}`);
+    expect(other.spec!.template.spec!.priorityClassName).toBeUndefined();
+    // Without Kueue configured, a Job is neither labelled nor suspended.
+    const plain = buildJobManifest({ ...spec, jobId: randomUUID(), priority: 'high' }, undefined, {
+      ...settings(),
+      priorityClasses: { high: 'interactive' },
+    });
+    expect(plain.spec!.suspend).toBeUndefined();
+    expect(plain.metadata!.labels!['kueue.x-k8s.io/queue-name']).toBeUndefined();
+    expect(plain.spec!.template.spec!.priorityClassName).toBe('interactive');
+  });
+});

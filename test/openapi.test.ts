@@ -218,6 +218,8 @@ beforeAll(async () => {
     MATTERBRIDGE_BIN: (await writeStub(stubs, 'matterbridge')).path,
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOW_PRIVATE: `127.0.0.1:${receiver.port}`,
+    // The last signed-up account (below) is an operator: the quota route is theirs.
+    ADMIN_SUBJECTS: 'openapi-v2',
   });
   await esl.waitUntil(() => esl.logins >= 1);
   doc = (await (await fetch(`${t.url}/api/openapi.json`)).json()) as Document;
@@ -626,6 +628,24 @@ describe('every documented operation, answered for real', () => {
         json: { name: 'none', model_id: BUILTIN.wordcount, inputs: { arg: 'text', media_ids: [] } },
       }),
       400,
+    );
+    const quota = await expectStatus(call('get', '/api/v1/billing/quota', { auth }), 200);
+    const owner = (quota.body as { owner: { type: string; id: string } }).owner;
+    await expectStatus(
+      call('put', `/api/v1/admin/quotas/${owner.type}/${owner.id}`, {
+        auth,
+        json: { max_running_jobs: 5, machines: { cpu: 2 }, shares: 1 },
+      }),
+      200,
+    );
+    await expectStatus(
+      call('put', `/api/v1/admin/quotas/${owner.type}/${owner.id}`, { auth, json: { shares: -1 } }),
+      400,
+    );
+    // Back to the defaults, for the rest of the suite's jobs.
+    await expectStatus(
+      call('put', `/api/v1/admin/quotas/${owner.type}/${owner.id}`, { auth, json: {} }),
+      200,
     );
 
     await expectStatus(call('delete', `/api/v1/models/${modelId}`, { auth }), 204);

@@ -9,6 +9,7 @@ import {
   ListJobsDocument,
   RetryJobDocument,
   type JobStatus,
+  type Priority,
   type WebhookEvent,
   type RestDeploymentFragment,
   type RestJobFragment,
@@ -18,6 +19,7 @@ import { idempotency, type QueryParameter } from '../../src/http/openapi/openapi
 import { route } from '../route';
 import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
 import { WEBHOOK_EVENTS } from '../../src/jobs/job.webhook-events';
+import { PRIORITIES } from '../../src/jobs/deployment.entity';
 import {
   anything,
   arrayOf,
@@ -56,7 +58,13 @@ export const jobSchema = object({
   nodes: { ...arrayOf(string), description: 'the hosts the job runs or ran on (Slurm, Kubernetes)' },
   pending_reason: {
     ...nullable(string),
-    description: "why a queued job waits on the cluster manager, in the scheduler's words",
+    description:
+      "why it waits: queued, the quota that holds it (`QuotaExceeded: 4 of 4 gpu-a100 in use`); starting on a cluster, in the scheduler's words",
+  },
+  priority: enumOf(PRIORITIES),
+  queue_position: {
+    ...nullable(integer),
+    description: "queued: its place in its owner's queue (1: next); null otherwise (docs/governance.md)",
   },
   exit_code: nullable(integer),
   error: nullable(string),
@@ -94,6 +102,7 @@ const deploymentSchema = object({
   target_asset_id: uuid,
   webhook: nullable(url),
   webhook_events_filter: arrayOf(enumOf(WEBHOOK_EVENTS)),
+  priority: enumOf(PRIORITIES),
   created_at: isoTime,
   job: jobSchema,
 });
@@ -118,6 +127,8 @@ export const jobJson = (j: RestJobFragment) => ({
   external_id: j.externalId,
   nodes: j.nodes,
   pending_reason: j.pendingReason,
+  priority: j.priority.toLowerCase(),
+  queue_position: j.queuePosition,
   exit_code: j.exitCode,
   error: j.error,
   attempt: j.attempt,
@@ -154,6 +165,7 @@ const deploymentJson = (d: RestDeploymentFragment) => ({
   target_asset_id: d.targetAssetId,
   webhook: d.webhook,
   webhook_events_filter: d.webhookEventsFilter.map((e) => e.toLowerCase()),
+  priority: d.priority.toLowerCase(),
   created_at: d.createdAt,
   job: jobJson(d.job),
 });
@@ -179,6 +191,14 @@ export function webhookEvents(value: unknown): WebhookEvent[] | undefined {
   if (!Array.isArray(value) || value.some((e) => !events.includes(e)))
     throw AppError.validation({ webhookEventsFilter: `must be a list of ${WEBHOOK_EVENTS.join(', ')}` });
   return value.map((e: string) => e.toUpperCase() as WebhookEvent);
+}
+
+/** `priority` as the GraphQL enum. */
+function priority(value: unknown): Priority | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !(PRIORITIES as readonly string[]).includes(value))
+    throw AppError.validation({ priority: `must be one of ${PRIORITIES.join(', ')}` });
+  return value.toUpperCase() as Priority;
 }
 
 function cancelAfter(req: Request): string | undefined {
@@ -212,6 +232,11 @@ export const jobRoutes = [
           description: 'told of the job as `webhook_events_filter` says (docs/webhooks.md)',
         },
         webhook_events_filter: { ...arrayOf(enumOf(WEBHOOK_EVENTS)), description: 'default `["completed"]`' },
+        priority: {
+          ...enumOf(PRIORITIES),
+          description:
+            "order among the owner's jobs, default `normal`; `high` for a team needs admin or owner",
+        },
       },
       ['name', 'model_id'],
     ),
@@ -251,6 +276,7 @@ export const jobRoutes = [
           cancelAfter: cancelAfter(req),
           webhook: optionalString(b, 'webhook'),
           webhookEventsFilter: webhookEvents(b.webhook_events_filter),
+          priority: priority(b.priority),
         },
         wait,
         withJob: wait !== undefined,

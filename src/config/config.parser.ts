@@ -2,6 +2,10 @@ import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_PRICES, parsePriceList, type PriceList } from '../common/price-list';
 import { parseMachineTypes, type MachineTypes } from '../common/machine-types';
+import { parse as parseYaml } from 'yaml';
+
+/** An owner as mapping files and lists name it. */
+const OWNER_KEY = /^(user|team):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * How configuration values are read and checked: a Parser over the environment `src/config.ts`
@@ -26,6 +30,8 @@ export class ConfigError extends Error {
     super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
   }
 }
+
+export { OWNER_KEY };
 
 export class Parser {
   readonly problems: string[] = [];
@@ -213,6 +219,45 @@ export class Parser {
       if (!ok) this.problems.push(`${name}: "${o}" is not an origin such as https://app.example.com`);
     }
     return origins;
+  }
+
+  num(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (!/^\d+(\.\d+)?$/.test(v) || n < min || n > max) {
+      this.problems.push(`${name}: expected a number between ${min} and ${max}, got "${v}"`);
+      return fallback;
+    }
+    return n;
+  }
+
+  /** `key=value,...`: each key matching `key`, each value `value`. */
+  pairs(name: string, key: RegExp, value: RegExp, what: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const item of this.list(name)) {
+      const at = item.indexOf('=');
+      const [k, v] = [item.slice(0, at).trim(), item.slice(at + 1).trim()];
+      if (at < 0 || !key.test(k) || !value.test(v)) this.problems.push(`${name}: "${item}" is not ${what}`);
+      else out[k] = v;
+    }
+    return out;
+  }
+
+  /** A file mapping owners (`user:<id>`, `team:<id>`) to names, as JSON or YAML. */
+  ownerMap(name: string, value: RegExp): Record<string, string> {
+    return this.file(
+      name,
+      (text) => {
+        const map: unknown = parseYaml(text);
+        if (!map || typeof map !== 'object' || Array.isArray(map)) throw new Error('expected a mapping');
+        for (const [k, v] of Object.entries(map))
+          if (!OWNER_KEY.test(k) || typeof v !== 'string' || !value.test(v))
+            throw new Error(`"${k}": expected user:<id> or team:<id> mapped to a name`);
+        return map as Record<string, string>;
+      },
+      {},
+    );
   }
 
   list(name: string): string[] {

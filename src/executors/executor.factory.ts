@@ -50,6 +50,11 @@ export function createExecutor(config: Config, log: Logger): Executor {
       script: slurmJobScript(),
       arrayScript: slurmJobScript('slurm.array.sh'),
       arrayTaskLimit: config.slurmArrayTaskLimit,
+      governance: {
+        accounts: config.governance.slurmAccounts,
+        defaultAccount: config.governance.slurmDefaultAccount,
+        qos: config.governance.slurmQos,
+      },
       log,
     });
   if (config.executor === 'kubernetes') {
@@ -72,6 +77,8 @@ export function createExecutor(config: Config, log: Logger): Executor {
         serviceAccount: k.jobServiceAccount,
         builtinImage: k.builtinImage,
         programs: builtinPrograms(),
+        priorityClasses: config.governance.kubernetesPriorityClasses,
+        kueueQueues: config.governance.kueueQueues,
       },
       createConcurrency: k.createConcurrency,
       tracker: {

@@ -7,10 +7,14 @@ export interface JobSecret {
 }
 
 /** What an executor is asked to run: argv (never a shell line), where, with what, for how long. */
+export type JobPriority = 'low' | 'normal' | 'high';
+
 export interface JobSpec {
   jobId: string;
   /** Whose job it is (a cluster's job carries it, as a Kubernetes label). */
   owner: { type: OwnerType; id: string };
+  /** Its deployment's priority (default normal): a cluster orders by it (Slurm QOS or nice, a PriorityClass). */
+  priority?: JobPriority;
   argv: string[];
   /** Extra environment; `OUTPUT_DIR` is always set. */
   env: Record<string, string>;

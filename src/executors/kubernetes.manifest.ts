@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { V1Job } from '@kubernetes/client-node';
 import type { KubernetesMachineType } from '../common/machine-types';
-import type { JobSpec } from './executor.port';
+import type { JobPriority, JobSpec } from './executor.port';
 import { jobEnvironment } from './job.env';
 
 /**
@@ -43,6 +43,29 @@ export interface KubernetesJobSettings {
   builtinImage: string | undefined;
   /** The service's own programs by name, as the built-in image runs them. */
   programs: Record<string, string[]>;
+  /** PriorityClass names by priority (KUBERNETES_PRIORITY_CLASSES); none: the cluster's default. */
+  priorityClasses?: Readonly<Partial<Record<JobPriority, string>>>;
+  /**
+   * Kueue LocalQueues by owner (`user:<id>`, `team:<id>`, `*` for the rest; KUBERNETES_KUEUE_QUEUES).
+   * A job with a queue is created suspended: Kueue admits it (unsuspends it) within its quotas.
+   */
+  kueueQueues?: Readonly<Record<string, string>>;
+}
+
+/** The label Kueue reads a Job's LocalQueue from. */
+export const KUEUE_QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+
+/** The owner's LocalQueue, with `{owner_type}` and `{owner_id}` filled in; undefined: none. */
+export function kueueQueueOf(
+  spec: JobSpec,
+  queues: Readonly<Record<string, string>> | undefined,
+): string | undefined {
+  const template = queues?.[`${spec.owner.type}:${spec.owner.id}`] ?? queues?.['*'];
+  if (!template) return undefined;
+  const name = template.replaceAll('{owner_type}', spec.owner.type).replaceAll('{owner_id}', spec.owner.id);
+  if (name.length > 63)
+    throw new Error(`the Kueue queue name "${name}" is longer than a label value may be (63)`);
+  return name;
 }
 
 /** The Job's name: fixed by our job id, so it can never be created twice. */
@@ -81,6 +104,8 @@ export function buildJobManifest(
     [LABELS.ownerId]: spec.owner.id,
     [LABELS.ownerType]: spec.owner.type,
   };
+  const queue = kueueQueueOf(spec, settings.kueueQueues);
+  const priorityClass = settings.priorityClasses?.[spec.priority ?? 'normal'];
   // PATH is the image's. Secrets are files in the job's directory (never values in a manifest).
   const env = jobEnvironment(spec, undefined, 'files');
   const indexed = spec.machineCount > 1;
@@ -90,7 +115,7 @@ export function buildJobManifest(
     metadata: {
       name: jobNameOf(spec.jobId),
       namespace: settings.namespace,
-      labels,
+      labels: queue ? { ...labels, [KUEUE_QUEUE_LABEL]: queue } : labels,
       annotations: { 'media-platform/machine-type': spec.machineType },
     },
     spec: {
@@ -98,6 +123,8 @@ export function buildJobManifest(
       backoffLimit: 0,
       activeDeadlineSeconds: spec.timeoutSeconds,
       ttlSecondsAfterFinished: settings.ttlSecondsAfterFinished,
+      // Kueue admits a queued Job by unsuspending it; created running, it would bypass its quotas.
+      ...(queue ? { suspend: true } : {}),
       ...(indexed
         ? { completionMode: 'Indexed', completions: spec.machineCount, parallelism: spec.machineCount }
         : {}),
@@ -105,6 +132,7 @@ export function buildJobManifest(
         metadata: { labels },
         spec: {
           restartPolicy: 'Never',
+          ...(priorityClass ? { priorityClassName: priorityClass } : {}),
           // The pods get no API credentials unless an account is named for them.
           ...(settings.serviceAccount
             ? { serviceAccountName: settings.serviceAccount }

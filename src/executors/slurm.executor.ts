@@ -25,6 +25,7 @@ import {
   shellWords,
   type QueuedJob,
   type SbatchOptions,
+  type SlurmGovernance,
 } from './slurm.sbatch';
 import { newTracked, type Tracked } from './slurm.tracked';
 
@@ -44,6 +45,8 @@ export interface SlurmExecutorOptions {
   arrayScript?: string;
   /** Tasks of one job array that may run at once (`--array=0-N%limit`); 0: no limit. */
   arrayTaskLimit?: number;
+  /** Owners' accounts and priorities' QOS (docs/governance.md). */
+  governance?: SlurmGovernance;
   log: Logger;
   /** How often the files of running jobs are read (log lines, exit status). */
   filePollMs?: number;
@@ -134,6 +137,7 @@ export class SlurmExecutor implements Executor {
       runtime: this.opts.runtime,
       machineTypes: this.opts.machineTypes,
       programs: this.opts.programs,
+      governance: this.opts.governance,
     };
   }
 

@@ -97,6 +97,31 @@ describe('sbatchArgs', () => {
     expect(args).toEqual([...common, ...expected, '/srv/media/src/executors/slurm.job.sh', ...spec.argv]);
   });
 
+  it("takes the owner's account and the priority's QOS before the machine type's; low gets a nice without one", () => {
+    const governance = {
+      accounts: { [`user:${spec.owner.id}`]: 'lab-a' },
+      defaultAccount: 'shared',
+      qos: { high: 'interactive' },
+    };
+    const withTypes = (priority: 'low' | 'normal' | 'high', g = governance) =>
+      sbatchArgs({ ...spec, priority }, opts({ machineTypes: types, governance: g })).filter((a) =>
+        /^--(account|qos|nice)=/.test(a),
+      );
+    expect(withTypes('high')).toEqual(['--account=lab-a', '--qos=interactive']);
+    // No QOS for normal: the machine type's; for low, the machine type's QOS and a nice.
+    expect(withTypes('normal')).toEqual(['--account=lab-a', '--qos=normal']);
+    expect(withTypes('low')).toEqual(['--account=lab-a', '--qos=normal', '--nice=1000']);
+    // Another owner: the machine type's account first, else the default.
+    const other = { ...governance, accounts: {} };
+    expect(withTypes('high', other)).toEqual(['--account=ml', '--qos=interactive']);
+    expect(
+      sbatchArgs(
+        { ...spec, machineType: 'small', priority: 'low' },
+        opts({ machineTypes: types, governance: other }),
+      ).filter((a) => /^--(account|qos|nice)=/.test(a)),
+    ).toEqual(['--account=shared', '--nice=1000']);
+  });
+
   it('refuses a machine type the file does not define', () => {
     expect(() => sbatchArgs({ ...spec, machineType: 'h100' }, opts({ machineTypes: types }))).toThrow(
       'the machine type "h100" is not defined (MACHINE_TYPES_FILE); the job cannot run',

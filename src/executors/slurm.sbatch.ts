@@ -1,6 +1,6 @@
 import type { SlurmContainerRuntime } from '../config';
 import type { MachineTypes } from '../common/machine-types';
-import type { JobExit, JobSpec } from './executor.port';
+import type { JobExit, JobPriority, JobSpec } from './executor.port';
 
 /** Every Slurm job of the service is named after our job id, so that it can be found again. */
 export const JOB_NAME_PREFIX = 'media-';
@@ -23,6 +23,41 @@ export interface SbatchOptions {
   machineTypes: MachineTypes | null;
   /** Program names resolved by the service itself (`media-demo` -> node + its script). */
   programs: Record<string, string[]>;
+  /** Who pays and how urgent (docs/governance.md): Slurm's fair share and QOS decide from them. */
+  governance?: SlurmGovernance;
+}
+
+/** Owners' Slurm accounts and the QOS of each priority (GovernanceConfig's Slurm part). */
+export interface SlurmGovernance {
+  /** `user:<id>` / `team:<id>` -> account (SLURM_ACCOUNTS_FILE). */
+  accounts: Readonly<Record<string, string>>;
+  defaultAccount: string | undefined;
+  qos: Readonly<Partial<Record<JobPriority, string>>>;
+}
+
+/**
+ * Nice of a low-priority job without a QOS of its own: it sorts below the service's other jobs
+ * (a negative nice, to raise `high`, needs Slurm operator rights: `high` takes a QOS).
+ */
+export const LOW_PRIORITY_NICE = 1000;
+
+/**
+ * `--account` and `--qos`/`--nice` of a job: the owner's account from the mapping, else the
+ * machine type's, else the default; the priority's QOS, else the machine type's.
+ */
+function governanceArgs(
+  spec: JobSpec,
+  g: SlurmGovernance | undefined,
+  machine: { account?: string; qos?: string },
+): string[] {
+  const account = g?.accounts[`${spec.owner.type}:${spec.owner.id}`] ?? machine.account ?? g?.defaultAccount;
+  const priority = spec.priority ?? 'normal';
+  const qos = g?.qos[priority] ?? machine.qos;
+  return [
+    ...(account ? [`--account=${account}`] : []),
+    ...(qos ? [`--qos=${qos}`] : []),
+    ...(!g?.qos[priority] && priority === 'low' ? [`--nice=${LOW_PRIORITY_NICE}`] : []),
+  ];
 }
 
 /** Slurm counts time limits in whole minutes. */
@@ -65,6 +100,7 @@ export function jobOptions(spec: JobSpec, opts: SbatchOptions): { options: strin
     `--nodes=${spec.machineCount}`,
     `--time=${timeLimitMinutes(spec.timeoutSeconds)}`,
     ...machineArgs(spec.machineType, opts.machineTypes),
+    ...governanceArgs(spec, opts.governance, opts.machineTypes?.get(spec.machineType)?.slurm ?? {}),
   ];
   let argv = spec.argv;
   const [program, ...rest] = argv;
@@ -196,8 +232,6 @@ function machineArgs(machineType: string, types: MachineTypes | null): string[] 
     ...(s.gres ? [`--gres=${s.gres}`] : []),
     ...(s.cpus ? [`--cpus-per-task=${s.cpus}`] : []),
     ...(s.memory ? [`--mem=${s.memory}`] : []),
-    ...(s.account ? [`--account=${s.account}`] : []),
-    ...(s.qos ? [`--qos=${s.qos}`] : []),
   ];
 }
 

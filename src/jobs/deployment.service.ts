@@ -20,7 +20,7 @@ import type { SecretService } from '../secrets/secret.service';
 import { validateName } from '../teams/team.service';
 import { User } from '../users/user.entity';
 import { checkArgs } from './deployment.args';
-import { Deployment } from './deployment.entity';
+import { Deployment, PRIORITIES, PRIORITY_RANKS, type Priority } from './deployment.entity';
 import { Job, type JobInput } from './job.entity';
 import type { LocalClaims } from './job.claim';
 import type { JobLifecycle } from './job.lifecycle';
@@ -41,6 +41,8 @@ export interface CreateDeploymentInput {
   /** Where its jobs' events are POSTed, and which (docs/webhooks.md). */
   webhook?: string | null;
   webhookEventsFilter?: readonly string[] | null;
+  /** Order among the owner's jobs (docs/governance.md); default normal. */
+  priority?: Priority | null;
 }
 
 /** What a deployment is called among the things made under an Idempotency-Key. */
@@ -59,6 +61,18 @@ export function cancelAfterSeconds(text: string | null | undefined): number | nu
       cancelAfter: 'must be a duration such as 30s, 5m or 1h30m, from 1s to 7 days',
     });
   return ms / 1000;
+}
+
+/**
+ * The priority asked for, checked: `high` for a team is for its admins and owners (a member's
+ * jobs would otherwise jump the team's own queue at will).
+ */
+export function priorityOf(principal: Principal, priority: Priority | null | undefined): Priority {
+  const p = priority ?? 'normal';
+  if (!PRIORITIES.includes(p))
+    throw AppError.validation({ priority: `must be one of ${PRIORITIES.join(', ')}` });
+  if (p === 'high') authorize(principal, 'manage', 'create high-priority deployments');
+  return p;
 }
 
 /** A deployment's webhook settings, checked (WebhookService, wired in server/services.ts). */
@@ -199,6 +213,7 @@ export class DeploymentService {
     input: CreateDeploymentInput,
   ): Promise<{ deployment: Deployment; job: Job; cancelAfter: number | null }> {
     const name = validateName(input.name);
+    const priority = priorityOf(principal, input.priority);
     const cancelAfter = cancelAfterSeconds(input.cancelAfter);
     const webhook = await this.webhooks.check(input);
     // What runs is the version's (pinned, or the latest), never the model's row as it is now.
@@ -253,6 +268,7 @@ export class DeploymentService {
       sourceAssetId: files[0]?.mediaId ?? null,
       webhook: webhook.webhook,
       webhookEventsFilter: webhook.events,
+      priority,
     });
     const job = Object.assign(new Job(), {
       id: jobId,
@@ -270,6 +286,7 @@ export class DeploymentService {
       machineCount: version.machineCount,
       timeoutSeconds: version.timeoutSeconds,
       maxRetries: model.maxRetries,
+      priorityRank: PRIORITY_RANKS[priority],
     });
     return { deployment, job, cancelAfter };
   }

@@ -16,6 +16,18 @@ registerEnumType(WebhookEventEnum, {
     'START: the job runs; OUTPUT: it produced its outputs; LOGS: it printed lines (at most every 500 ms); COMPLETED: it ended.',
 });
 
+/** A deployment's priority (docs/governance.md). */
+export enum PriorityEnum {
+  LOW = 'low',
+  NORMAL = 'normal',
+  HIGH = 'high',
+}
+registerEnumType(PriorityEnum, {
+  name: 'Priority',
+  description:
+    "Order among the owner's own jobs (higher first, then age); across owners fair share decides. HIGH for a team needs admin or owner.",
+});
+
 @ObjectType('Deployment', { description: 'A model run over media with arguments; it has one job.' })
 export class DeploymentType {
   @Field(() => ID)
@@ -42,6 +54,9 @@ export class DeploymentType {
   @Field(() => [WebhookEventEnum], { description: 'Which events the webhook hears.' })
   webhookEventsFilter!: WebhookEventEnum[];
 
+  @Field(() => PriorityEnum)
+  priority!: PriorityEnum;
+
   @Field(() => Date)
   createdAt!: Date;
 
@@ -60,6 +75,7 @@ export class DeploymentType {
       targetAssetId: d.targetAssetId,
       webhook: d.webhook,
       webhookEventsFilter: d.webhookEventsFilter as WebhookEventEnum[],
+      priority: d.priority as PriorityEnum,
       createdAt: d.createdAt,
     } satisfies DeploymentType;
   }
@@ -102,4 +118,7 @@ export class CreateDeploymentInput {
 
   @Field(() => [WebhookEventEnum], { nullable: true, description: 'Default: COMPLETED only.' })
   webhookEventsFilter?: WebhookEventEnum[] | null;
+
+  @Field(() => PriorityEnum, { nullable: true, description: 'Default: NORMAL.' })
+  priority?: PriorityEnum | null;
 }

@@ -68,6 +68,17 @@ export interface JobInput {
   name: 'jobs_followed_index',
   expression: `create index "jobs_followed_index" on "jobs" ("worker_id") where "status" in ('starting', 'running') or ("status" = 'canceled' and "worker_id" is not null)`,
 })
+// The dispatch's claim (job.dispatch.sql.ts): one skip-scan step per owner and machine type, the
+// group's next job first (docs/governance.md, "Fair share").
+@Index({
+  name: 'jobs_dispatch_index',
+  expression: `create index "jobs_dispatch_index" on "jobs" ("owner_type", "owner_id", "machine_type", "priority_rank" desc, "created_at", "id") where "status" = 'queued'`,
+})
+// A queued job's position in its owner's queue.
+@Index({
+  name: 'jobs_owner_queue_index',
+  expression: `create index "jobs_owner_queue_index" on "jobs" ("owner_type", "owner_id", "priority_rank" desc, "created_at", "id") where "status" = 'queued'`,
+})
 export class Job {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -133,6 +144,17 @@ export class Job {
 
   @Property({ type: 'integer' })
   machineCount!: number;
+
+  /**
+   * Order among its owner's queued jobs, higher first (then age): PRIORITY_RANKS of its
+   * deployment's priority. Steps of 10 leave room between them (a batch's items, one below).
+   */
+  @Property({ type: 'smallint', default: 20 })
+  priorityRank: Opt<number> = 20;
+
+  /** When a worker claimed it (`starting`): its fair-share usage counts from then. */
+  @Property({ type: 'datetime', nullable: true })
+  claimedAt: Date | null = null;
 
   @Property({ type: 'integer' })
   timeoutSeconds!: number;
@@ -271,4 +293,37 @@ export class JobLogBatch {
 
   @Property({ type: 'datetime' })
   at: Opt<Date> = new Date();
+}
+
+/**
+ * Per owner, what the dispatch weighs and the quotas count (docs/governance.md): the usage decayed
+ * to `decayed_at`, and the jobs and machines in use now. Kept by the statements that claim and end
+ * jobs (JobStore), never summed over jobs.
+ */
+@Entity({ tableName: 'owner_usage' })
+export class OwnerUsage {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  /** Machine-seconds of the jobs that ended, decayed with FAIR_SHARE_HALF_LIFE_HOURS to `decayedAt`. */
+  @Property({ type: 'double', default: 0 })
+  usage: Opt<number> = 0;
+
+  @Property({ type: 'datetime', defaultRaw: 'now()' })
+  decayedAt: Opt<Date> = new Date();
+
+  /** Jobs claimed and not ended (`starting`, `running`). */
+  @Property({ type: 'integer', default: 0 })
+  runningJobs: Opt<number> = 0;
+
+  /** Machines of those jobs, by machine type. */
+  @Property({ type: 'json', default: '{}' })
+  runningMachines: Opt<Record<string, number>> = {};
+
+  /** Sum of machine_count x claimed_at (epoch seconds) of those jobs: their usage so far without reading them. */
+  @Property({ type: 'double', default: 0 })
+  runningStartedSum: Opt<number> = 0;
 }

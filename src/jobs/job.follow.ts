@@ -16,6 +16,7 @@ import {
 import type { MediaService } from '../media/media.service';
 import { lineRedactions, secretRedactor, type SecretValue } from '../secrets/secret.redact';
 import { freeBytes, isOutOfSpace, StoreFull } from '../storage/storage.space';
+import { priorityOfRank } from './deployment.entity';
 import type { Job, JobOutput } from './job.entity';
 import { stageInputs, storeOutputs, workDirOf } from './job.files';
 import { JobLog, type LogLine } from './job.log';
@@ -426,6 +427,7 @@ export class JobFollow implements JobObserver {
     return {
       jobId: job.id,
       owner: { type: job.ownerType, id: job.ownerId },
+      priority: priorityOfRank(job.priorityRank),
       argv: job.argv,
       env: {},
       secrets: this.secrets,

@@ -31,6 +31,7 @@ import {
   JobConnection,
   JobCostType,
   JobFilterInput,
+  JobStatusEnum,
   JobLogLineType,
   JobTransitionType,
   JobType,
@@ -199,6 +200,30 @@ export class JobResolver {
       (a) => a.jobId!,
     ).load(job.id);
     return assets.map(this.mediaView);
+  }
+
+  @FieldResolver(() => Int, { nullable: true })
+  async queuePosition(@Root() job: JobType, @Ctx() ctx: RequestContext) {
+    return job.status === JobStatusEnum.QUEUED
+      ? ((await this.queueLoader(ctx).load(job.id))?.position ?? null)
+      : null;
+  }
+
+  @FieldResolver(() => String, { nullable: true })
+  async pendingReason(@Root() job: JobType, @Ctx() ctx: RequestContext) {
+    if (job.status !== JobStatusEnum.QUEUED) return job.pendingReason;
+    return (await this.queueLoader(ctx).load(job.id))?.reason ?? job.pendingReason;
+  }
+
+  /** A queued job's position is exact alone; in a list each one counts at most 1,000 jobs ahead. */
+  private queueLoader(ctx: RequestContext) {
+    return ctx.loaders.get<string, { position: number | null; reason: string | null } | null>(
+      'jobs.queueInfo',
+      async (ids) => {
+        const info = await this.service.queueInfo(ids, ids.length === 1 ? 1_000_000 : 1000);
+        return ids.map((id) => info.get(id) ?? null);
+      },
+    );
   }
 
   @FieldResolver(() => [JobTransitionType])

@@ -199,7 +199,7 @@ export class JobRunner implements LocalWorker {
         preset: registeringPreset(this.registerQueueWorker),
         events,
         taskList: {
-          [DISPATCH_TASK]: async (payload) => this.dispatch((payload as { jobId: string }).jobId),
+          [DISPATCH_TASK]: async () => this.dispatch(),
           [BATCH_DISPATCH_TASK]: async (payload) => this.dispatchChunk(payload as BatchChunk),
         },
       }),
@@ -316,20 +316,32 @@ export class JobRunner implements LocalWorker {
     this.timers.push(timer);
   }
 
-  /** The dispatch task: idempotent, since only the worker that moves a job out of `queued` runs it. */
-  private async dispatch(jobId: string): Promise<void> {
+  /**
+   * A dispatch task: one is queued per job created (and one more whenever a job ends while jobs
+   * wait), but a task does not pin its job. With a free slot, it claims the best queued job of
+   * any owner (JobService.claimNext: fair share, priority, age, quotas, in one statement), so a
+   * slot never goes to a job that fair share says should wait. A task that finds nothing to
+   * claim ends: the job it was queued for was taken by another task, canceled, or waits for a
+   * quota, and the end of a job queues the task that takes it then.
+   */
+  private async dispatch(): Promise<void> {
     // Slots may be held by jobs claimed where they were created (reserve), not by tasks only.
     await this.room();
     if (this.stopping) throw new WorkerStopping('the worker is shutting down; the job stays queued');
-    this.following.set(jobId, null);
+    // The slot is held while claiming, under a key no job has.
+    const slot = `claim:${randomUUID()}`;
+    this.following.set(slot, null);
+    let job: Job | null = null;
     try {
-      const job = await this.jobs.transition(jobId, 'starting', { workerId: this.instanceId });
-      if (!job) return;
-      const follow = this.follow(job, false);
-      await (this.executor.detached ? follow.started : follow.done);
+      job = await this.jobs.claimNext(this.instanceId);
     } finally {
-      if (this.following.get(jobId) === null) this.following.delete(jobId);
+      this.following.delete(slot);
+      // Nothing claimed (or the claim failed): the slot goes to a task waiting for one.
+      if (!job) this.waiting.shift()?.();
     }
+    if (!job) return;
+    const follow = this.follow(job, false);
+    await (this.executor.detached ? follow.started : follow.done);
   }
 
   /**

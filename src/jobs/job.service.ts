@@ -166,6 +166,24 @@ export class JobService {
   }
 
   /**
+   * The best queued job by fair share, moved to `starting` for the worker `workerId` (a dispatch
+   * task's claim, docs/governance.md); null when no job may start now.
+   */
+  async claimNext(workerId: string): Promise<Job | null> {
+    const job = await this.store.claimNext(workerId);
+    if (job) this.lifecycle?.transitioned(job, 'queued');
+    return job;
+  }
+
+  /** Of the jobs `ids`, the queued ones' position in their owner's queue and quota reason. */
+  async queueInfo(
+    ids: readonly string[],
+    cap: number,
+  ): Promise<Map<string, { position: number | null; reason: string | null }>> {
+    return this.store.queueInfo(ids, cap);
+  }
+
+  /**
    * A job and the id of its latest transition (see JobEvent.seq), in one statement: read apart,
    * the two could disagree about a job that moves meanwhile.
    */

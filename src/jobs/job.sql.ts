@@ -9,7 +9,7 @@ import { BATCH_PRIORITY, DEADLINE_TASK, DISPATCH_TASK } from './job.queue';
 /** What fixes what a job runs: copied as they are into a retry. */
 const COPIED =
   'deployment_id, batch_id, batch_item, model_id, model_version_id, secrets, owner_type, owner_id, executor, argv, inputs, container, machine_type, ' +
-  'machine_count, timeout_seconds, max_retries';
+  'machine_count, priority_rank, timeout_seconds, max_retries';
 
 /**
  * Enqueues a job's deadline task, for a job row `j` (nothing when it has no deadline). Composed
@@ -75,7 +75,7 @@ export function jobEventSql(j: string, seq: string, from: string, status = `${j}
       'batch', ${j}.batch_id,
       'ownerType', ${j}.owner_type, 'ownerId', ${j}.owner_id, 'status', ${status},
       'executor', ${j}.executor, 'externalId', ${j}.external_id, 'machineType', ${j}.machine_type,
-      'machineCount', ${j}.machine_count, 'timeoutSeconds', ${j}.timeout_seconds,
+      'machineCount', ${j}.machine_count, 'priorityRank', ${j}.priority_rank, 'timeoutSeconds', ${j}.timeout_seconds,
       'exitCode', ${j}.exit_code, 'queueSeconds', ${j}.queue_seconds, 'runSeconds', ${j}.run_seconds,
       'createdAt', ${j}.created_at, 'startedAt', ${j}.started_at, 'finishedAt', ${j}.finished_at,
       'updatedAt', ${j}.updated_at)

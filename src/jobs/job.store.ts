@@ -2,11 +2,19 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { prefixedColumns, queryRows, rowReader } from '../db/rows';
 import { ctesOf, raw, readsOf, sql, withCtes, type Cte, type Sql, type StatementPart } from '../db/sql';
 import { CHANNELS } from '../events/event-bus';
-import type { Deployment } from './deployment.entity';
+import { BATCH_ITEM_RANK, type Deployment } from './deployment.entity';
 import { Job, type JobInput, type JobOutput } from './job.entity';
 import type { OwnerType } from '../common/principal';
 import { BATCH_CHUNK, BATCH_DISPATCH_TASK, BATCH_PRIORITY, DISPATCH_TASK } from './job.queue';
 import { deadlineTaskSql, jobEventSql, queuedCopyCtes } from './job.sql';
+import {
+  claimSql,
+  queueInfoSql,
+  takeSlotCte,
+  usageEndCte,
+  wakeSql,
+  type DispatchSettings,
+} from './job.dispatch.sql';
 import type { Acting, JobStatementParts } from './job.statement-parts.port';
 import { FROM, isTerminal, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
@@ -57,6 +65,8 @@ export class JobStore {
   constructor(
     private readonly orm: MikroORM,
     private readonly parts: JobStatementParts,
+    /** Fair share's half-life and the default quotas (GovernanceConfig). */
+    private readonly dispatch: DispatchSettings = DEFAULT_DISPATCH,
   ) {}
 
   /**
@@ -64,7 +74,8 @@ export class JobStore {
    * first transition (and, claimed, its second), the wired parts (a model's run count), the
    * dispatch task unless claimed (so a job is dispatched if and only if it was created), its
    * deadline task and its events, in order (sent on commit), and the request's own parts.
-   * A claim holds only while no other job is queued (first come, first served).
+   * A claim holds only while no job is queued at all (a queued job is owed the slot by fair share,
+   * docs/governance.md) and within the owner's quotas, counted as the dispatch's claim counts them.
    */
   async createDeployment(
     n: NewDeployment,
@@ -77,27 +88,50 @@ export class JobStore {
         name: 'd',
         sql: sql`
          insert into deployments (id, owner_type, owner_id, name, model_id, args, source_asset_id, target_asset_id,
-                                  webhook, webhook_events_filter, created_at)
+                                  webhook, webhook_events_filter, priority, created_at)
          values (${d.id}, ${d.ownerType}, ${d.ownerId}, ${d.name}, ${d.modelId}, ${JSON.stringify(d.args)}::jsonb,
                  ${d.sourceAssetId}, ${d.targetAssetId}, ${d.webhook}, ${`{${d.webhookEventsFilter.join(',')}}`}::text[],
-                 ${d.createdAt}) returning id`,
+                 ${d.priority}, ${d.createdAt}) returning id`,
       },
       ...ctesOf(own),
       {
+        name: 'me',
+        sql: sql`select ${job.ownerType}::text as owner_type, ${job.ownerId}::uuid as owner_id,
+                        ${job.machineType}::text as machine_type, ${job.machineCount}::int as machine_count`,
+      },
+      takeSlotCte(
+        'slot',
+        'me',
+        this.dispatch,
+        sql`${n.claimFor}::uuid is not null and not exists (select 1 from jobs where status = 'queued')`,
+      ),
+      // The owner's row, for the claims of its queued jobs (made by `slot` when it claims). Only
+      // when missing: an insert that meets the row waits for whoever holds it, and it runs
+      // before the statement locks anything else (read by `w`), so that no lock cycle forms
+      // with a creation holding the row and wanting the model's (its run count).
+      {
+        name: 'owner_row',
+        sql: raw(`insert into owner_usage (owner_type, owner_id) select owner_type, owner_id from me
+                  where not exists (select 1 from slot)
+                    and not exists (select 1 from owner_usage u where u.owner_type = me.owner_type and u.owner_id = me.owner_id)
+                  on conflict do nothing returning 1`),
+      },
+      {
         name: 'w',
-        sql: sql`select ${n.claimFor}::uuid as id where not exists (select 1 from jobs where status = 'queued')`,
+        sql: sql`select ${n.claimFor}::uuid as id from slot where (select count(*) from owner_row) >= 0`,
       },
       {
         name: 'j',
         sql: sql`
-         insert into jobs (id, deployment_id, model_id, model_version_id, secrets, owner_type, owner_id, status, worker_id, executor, argv, inputs,
-                           container, machine_type, machine_count, timeout_seconds, max_retries, deadline_at,
-                           log_tail, created_at, updated_at)
+         insert into jobs (id, deployment_id, model_id, model_version_id, secrets, owner_type, owner_id, status, worker_id,
+                           claimed_at, executor, argv, inputs, container, machine_type, machine_count, priority_rank,
+                           timeout_seconds, max_retries, deadline_at, log_tail, created_at, updated_at)
          select ${job.id}, d.id, ${job.modelId}, ${job.modelVersionId}, ${`{${job.secrets.join(',')}}`}::text[],
                 ${job.ownerType}, ${job.ownerId},
-                case when w.id is null then 'queued' else 'starting' end, w.id, ${job.executor},
+                case when w.id is null then 'queued' else 'starting' end, w.id,
+                case when w.id is null then null else now() end, ${job.executor},
                 ${JSON.stringify(job.argv)}::jsonb, ${JSON.stringify(job.inputs)}::jsonb, ${job.container},
-                ${job.machineType}, ${job.machineCount}, ${job.timeoutSeconds}, ${job.maxRetries},
+                ${job.machineType}, ${job.machineCount}, ${job.priorityRank}, ${job.timeoutSeconds}, ${job.maxRetries},
                 now() + make_interval(secs => ${n.cancelAfter}::double precision), '', now(), now()
                 from d left join w on true
          returning *`,
@@ -131,6 +165,46 @@ export class JobStore {
       deadlineAt: first.deadline_at === null ? null : new Date(first.deadline_at as string),
       claimed: first.claimed as boolean,
     };
+  }
+
+  /**
+   * The claim of a dispatch task's worker (claimSql): the best queued job by fair share, priority
+   * and age within the quotas, moved to `starting` for `workerId`. Null when none may start now;
+   * a job picked whose owner's last slot another claim took meanwhile is looked for again.
+   */
+  async claimNext(workerId: string): Promise<Job | null> {
+    const statement = claimSql(
+      workerId,
+      this.dispatch,
+      prefixedColumns(this.orm, Job, 'upd', ''),
+      jobEventSql('upd', 'ins.seq', 'upd.from_status'),
+    ).compile();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const [row] = await queryRows(this.orm.em, statement.text, statement.params, true);
+      if (row.id !== null) return rowReader(this.orm, Job)(row);
+      if (Number(row.picked) === 0) return null;
+    }
+    return null;
+  }
+
+  /**
+   * Of the jobs `ids`, those queued: their place in their owner's queue (null past `cap` jobs
+   * ahead) and the quota that holds them, if one does (queueInfoSql).
+   */
+  async queueInfo(
+    ids: readonly string[],
+    cap: number,
+  ): Promise<Map<string, { position: number | null; reason: string | null }>> {
+    const statement = queueInfoSql(ids, this.dispatch, cap).compile();
+    const rows: { id: string; ahead: string; reason: string | null }[] = await this.orm.em
+      .fork()
+      .execute(statement.text, statement.params);
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        { position: Number(r.ahead) > cap ? null : Number(r.ahead) + 1, reason: r.reason },
+      ]),
+    );
   }
 
   /** A queued copy of the job `jobId` (a retry its owner asked for), linked to it; its deadline anew. */
@@ -211,6 +285,10 @@ export class JobStore {
     if (events.length) parts.push(this.parts.events({ jobs: 'upd', events }));
     // What the job cost goes into the owner's spend in the statement that ends it.
     if (isTerminal(to)) parts.push(this.parts.ended({ jobs: 'upd' }));
+    // A job that held a slot gives it back to its owner's counters, its usage counted (fair
+    // share), and wakes a dispatch for the jobs that wait (some perhaps for this very slot).
+    if (to === 'succeeded' || to === 'failed' || to === 'canceled')
+      parts.push({ ctes: [usageEndCte('usage_end', 'upd', this.dispatch)], reads: [wakeSql('upd')] });
     const statement = withCtes(
       [...ctes, ...ctesOf(parts)],
       sql`select ${raw(prefixedColumns(this.orm, Job, 'upd', ''))}, upd.from_status,
@@ -347,6 +425,14 @@ export class JobStore {
                    as x(n int, d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
       },
       ...ctesOf(own),
+      // The owner's row for the claims of these jobs (JobStore.createDeployment's `owner_row`).
+      {
+        name: 'owner_row',
+        sql: sql`insert into owner_usage (owner_type, owner_id)
+                 select ${n.owner.type}, ${n.owner.id}::uuid
+                 where not exists (select 1 from owner_usage u where u.owner_type = ${n.owner.type} and u.owner_id = ${n.owner.id}::uuid)
+                 on conflict do nothing returning 1`,
+      },
       {
         name: 'd',
         sql: sql`
@@ -359,11 +445,12 @@ export class JobStore {
         name: 'j',
         sql: sql`
          insert into jobs (id, deployment_id, batch_id, batch_item, model_id, model_version_id, secrets, owner_type, owner_id,
-                           status, executor, argv, inputs, container, machine_type, machine_count, timeout_seconds,
-                           max_retries, log_tail, created_at, updated_at)
+                           status, executor, argv, inputs, container, machine_type, machine_count, priority_rank,
+                           timeout_seconds, max_retries, log_tail, created_at, updated_at)
          select items.job_id, items.d_id, batch_row.id, items.n, ${n.modelId}, ${n.modelVersionId},
                 ${`{${n.secrets.join(',')}}`}::text[], ${n.owner.type}, ${n.owner.id}, 'queued', ${n.executor},
-                items.argv, items.inputs, ${n.container}, ${n.machineType}, ${n.machineCount}, ${n.timeoutSeconds},
+                items.argv, items.inputs, ${n.container}, ${n.machineType}, ${n.machineCount}, ${BATCH_ITEM_RANK},
+                ${n.timeoutSeconds},
                 ${n.maxRetries}, '', now(), now()
          from items cross join batch_row
          returning *`,
@@ -509,6 +596,9 @@ export class JobStore {
     return part ? [part] : [];
   }
 }
+
+/** Without configuration: a day's half-life, no quotas. */
+const DEFAULT_DISPATCH: DispatchSettings = { halfLifeSeconds: 86400, maxRunningJobs: null, maxMachines: {} };
 
 /** A job some worker should be following, as reconciliation reads it. */
 export interface FollowedRow {

@@ -1,6 +1,8 @@
 import { GraphQLJSON } from 'graphql-scalars';
 import { Field, Float, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Connection } from '../graphql/graphql.helpers';
+import { priorityOfRank } from './deployment.entity';
+import { PriorityEnum } from './deployment.types';
 import type { Job, JobTransition } from './job.entity';
 import type { JobUpdate } from './job.live';
 import type { LogLine } from './job.log';
@@ -107,9 +109,20 @@ export class JobType {
 
   @Field(() => String, {
     nullable: true,
-    description: "While STARTING on a cluster: why it waits, in the cluster's words (Resources, Priority).",
+    description:
+      "Why it waits: while QUEUED, the quota that holds it (QuotaExceeded: 4 of 4 gpu-a100 in use); while STARTING on a cluster, in the cluster's words (Resources, Priority).",
   })
   pendingReason!: string | null;
+
+  @Field(() => PriorityEnum)
+  priority!: PriorityEnum;
+
+  @Field(() => Int, {
+    nullable: true,
+    description:
+      "A queued job's place in its owner's queue (1: the owner's next job; across owners, fair share decides). Null when not queued, or in a list when more than 1,000 jobs are ahead.",
+  })
+  queuePosition!: number | null;
 
   @Field(() => [String], { description: 'The argv it runs (no shell is involved).' })
   command!: string[];
@@ -193,6 +206,8 @@ export class JobType {
         externalId: job.externalId,
         nodes: job.nodes,
         pendingReason: job.pendingReason,
+        priority: priorityOfRank(job.priorityRank) as PriorityEnum,
+        queuePosition: null,
         command: job.argv,
         container: job.container,
         machineType: job.machineType,
@@ -237,7 +252,8 @@ const FIELD_SOURCES: Record<string, readonly string[]> = {
   executor: ['executor'],
   externalId: ['externalId'],
   nodes: ['nodes'],
-  // pendingReason is not here: it changes between transitions, so it is read from the job.
+  // pendingReason and queuePosition are not here: they change between transitions, so they are read.
+  priority: ['priorityRank'],
   command: ['argv'],
   container: ['container'],
   machineType: ['machineType'],

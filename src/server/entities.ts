@@ -9,7 +9,8 @@ import { CallRecord, NumberAssignment } from '../telephony/telephony.entity';
 import { User } from '../users/user.entity';
 import { Batch } from '../batches/batch.entity';
 import { Deployment } from '../jobs/deployment.entity';
-import { Job, JobLogBatch, JobTransition, WorkerInstance } from '../jobs/job.entity';
+import { Job, JobLogBatch, JobTransition, OwnerUsage, WorkerInstance } from '../jobs/job.entity';
+import { OwnerQuota } from '../quotas/quota.entity';
 import { MediaAsset, MediaTag } from '../media/media.entity';
 import { Budget, BudgetNotice, MediaStorageInterval, SpendDay } from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
@@ -30,6 +31,8 @@ export const entities = [
   Deployment,
   Batch,
   Job,
+  OwnerUsage,
+  OwnerQuota,
   JobTransition,
   WorkerInstance,
   Model,

@@ -14,6 +14,7 @@ import { BillingResolver } from '../billing/billing.resolver';
 import { BudgetResolver } from '../billing/budget.resolver';
 import { WebhookResolver } from '../webhooks/webhook.resolver';
 import { SecretResolver } from '../secrets/secret.resolver';
+import { QuotaResolver } from '../quotas/quota.resolver';
 import { AppError } from '../common/errors';
 import { DateTimeISO } from '../graphql/graphql.scalars';
 import type { Services } from './services';
@@ -35,6 +36,7 @@ function resolverInstances(s: Services) {
     new BudgetResolver(s.budgets),
     new WebhookResolver(s.webhooks),
     new SecretResolver(s.secrets),
+    new QuotaResolver(s.quotas),
   ];
 }
 
@@ -53,6 +55,7 @@ const resolverClasses = [
   BudgetResolver,
   WebhookResolver,
   SecretResolver,
+  QuotaResolver,
 ] as const;
 
 /**

@@ -34,6 +34,7 @@ import { MediaService } from '../media/media.service';
 import type { Storage } from '../storage/storage.port';
 import { ModelService, runCountPart } from '../models/model.service';
 import { SecretService } from '../secrets/secret.service';
+import { QuotaService } from '../quotas/quota.service';
 import { loadSealingKey, SecretBox } from '../common/sealing';
 import { AppError } from '../common/errors';
 import { AuditLog } from '../teams/audit.service';
@@ -127,6 +128,11 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
   const jobStore = new JobStore(
     orm,
     jobStatementParts(audit, { prices: config.prices, mail: config.smtpUrl !== undefined }),
+    {
+      halfLifeSeconds: config.governance.fairShareHalfLifeHours * 3600,
+      maxRunningJobs: config.governance.maxRunningJobs,
+      maxMachines: config.governance.maxMachines,
+    },
   );
   const jobQueries = new JobQueries(orm);
   // The free slots of this process's worker (if it has one), where jobs created here are claimed.
@@ -198,6 +204,7 @@ export function createServices({ config, orm, verifier, storage, bus, log, metri
     media,
     models,
     secrets,
+    quotas: new QuotaService(orm, config.governance),
     telephony,
     jobs,
     deployments,

@@ -56,6 +56,8 @@ export type CreateDeploymentInput = {
   cancelAfter?: string | null | undefined;
   modelId: string | number;
   name: string;
+  /** Default: NORMAL. */
+  priority?: Priority | null | undefined;
   /** The model's version to run (400 for another model's); default: its latest. */
   versionId?: string | number | null | undefined;
   /** An https URL to POST its jobs to as events happen, signed (docs/webhooks.md). */
@@ -104,6 +106,12 @@ export type ModelFilterInput = {
   /** Models carrying any of these tags. */
   tags?: Array<string> | null | undefined;
 };
+
+/** Order among the owner's own jobs (higher first, then age); across owners fair share decides. HIGH for a team needs admin or owner. */
+export type Priority =
+  | 'HIGH'
+  | 'LOW'
+  | 'NORMAL';
 
 /** What a member may do in a team (docs/teams.md has the matrix). */
 export type TeamRole =
