@@ -18,6 +18,7 @@ const ITEMS = 12;
 
 let shared: string;
 let calls: string;
+let env: Record<string, string>;
 let t: TestApp;
 let alice: string;
 let operator: string;
@@ -42,14 +43,15 @@ beforeAll(async () => {
     );
     chmodSync(wrapper, 0o755);
   }
-  t = await startTestApp({
+  env = {
     EXECUTOR: 'slurm',
     SLURM_POLL_SECONDS: '1',
     JOBS_DIR: jobsDir,
     ADMIN_SUBJECTS: 'operator',
     // The executor runs Slurm's commands from PATH (the local executor's setting, see config).
     PATH: `${bin}:${process.env.PATH}`,
-  });
+  };
+  t = await startTestApp(env);
   alice = `Bearer ${await t.tokenFor('alice')}`;
   operator = `Bearer ${await t.tokenFor('operator')}`;
 });
@@ -194,5 +196,59 @@ describe('a batch on Slurm, through the service', () => {
       .filter((c) => c.startsWith('scancel '));
     expect(scancels.length).toBeGreaterThan(0);
     expect(scancels.every((c) => c.includes(arrayId))).toBe(true);
+  });
+});
+
+describe('a batch larger than a worker’s room', () => {
+  let small: TestApp;
+  beforeAll(async () => {
+    // Its own database and worker, following at most 4 jobs: the chunk is claimed 4 at a time.
+    small = await startTestApp({ ...env, WORKER_CONCURRENCY: '4' });
+  });
+  afterAll(() => small?.close());
+
+  it('submits what fits as an array and the rest later, each job once, to completed', async () => {
+    const items = 10;
+    const auth = `Bearer ${await small.tokenFor('alice')}`;
+    const admin = `Bearer ${await small.tokenFor('operator')}`;
+    const model = await programModel(small, admin, 'argv', {
+      args: { n: { type: 'int', format: ':value' } },
+    });
+    const before = logLines().length;
+    const res = await small
+      .http()
+      .post('/api/v1/batches')
+      .set('authorization', auth)
+      .send({
+        name: 'room',
+        model_id: model,
+        inputs: { items: Array.from({ length: items }, (_, n) => ({ n })) },
+      });
+    expect(res.status).toBe(201);
+    const done = await until(
+      async () =>
+        (await small.http().get(`/api/v1/batches/${res.body.id}`).set('authorization', auth))
+          .body as RestBatch,
+      (b) => b.status === 'completed',
+      120_000,
+    );
+    expect(done.counts).toMatchObject({ succeeded: items, failed: 0, canceled: 0 });
+    const jobs = (
+      await small.http().get(`/api/v1/batches/${res.body.id}/jobs?limit=100`).set('authorization', auth)
+    ).body as RestBatchJob[];
+    const ids = jobs.map((j) => j.external_id!);
+    for (const id of ids) arrays.add(id.split('_')[0]);
+    expect(new Set(ids).size).toBe(items);
+    const sbatches = logLines()
+      .slice(before)
+      .filter((c) => c.startsWith('sbatch '));
+    // At least ceil(10 / 4) submissions, none of more than 4 tasks, and no job submitted twice.
+    expect(sbatches.length).toBeGreaterThanOrEqual(3);
+    const sizes = sbatches.map((c) => {
+      const m = /--array=0-(\d+)/.exec(c);
+      return m ? Number(m[1]) + 1 : 1;
+    });
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(4);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(items);
   });
 });
