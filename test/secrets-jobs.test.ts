@@ -87,6 +87,14 @@ describe('secrets reach the job and nothing else (local executor)', () => {
     );
     expect(gql.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
     expect(gql.body.errors[0].message).toContain('LICENCE_KEY');
+    // A batch likewise, as a whole.
+    const batch = await t
+      .http()
+      .post('/api/v1/batches')
+      .set('authorization', bob)
+      .send({ name: 'x', model_id: modelId, inputs: { items: [{}, {}] } });
+    expect(batch.status).toBe(400);
+    expect(JSON.stringify(batch.body)).toContain('LICENCE_KEY');
     expect(await sql('select count(*)::int as n from deployments')).toEqual(before);
   });
 
@@ -165,6 +173,45 @@ describe('pinned versions', () => {
     expect(b.rest.model_version_id).toBe(v2);
     const gql = await t.gql('query ($id: ID!) { job(id: $id) { modelVersionId } }', { id: a.id }, alice);
     expect(gql.body.data.job.modelVersionId).toBe(v1);
+  });
+
+  it('pins a batch to a version, every item running it; a version of another model is 400', async () => {
+    const batchOf = (body: Record<string, unknown>) =>
+      t
+        .http()
+        .post('/api/v1/batches')
+        .set('authorization', alice)
+        .send({ name: 'pinned batch', model_id: modelId, inputs: { items: [{}, {}] }, ...body });
+    const pinned = await batchOf({ version_id: v1 });
+    expect(pinned.status).toBe(201);
+    const latest = await batchOf({});
+    expect(latest.status).toBe(201);
+    const jobsOf = async (batchId: string) => {
+      const list = await t.http().get(`/api/v1/batches/${batchId}/jobs`).set('authorization', alice);
+      return Promise.all(
+        (list.body as { id: string }[]).map(async (j) => ({
+          ...(await waitForJob(t, alice, j.id)),
+          rest: (await t.http().get(`/api/v1/jobs/${j.id}`).set('authorization', alice)).body,
+        })),
+      );
+    };
+    const a = await jobsOf(pinned.body.id);
+    expect(a).toHaveLength(2);
+    for (const j of a) {
+      expect(j.result).toEqual(['first']);
+      expect(j.rest.model_version_id).toBe(v1);
+    }
+    for (const j of await jobsOf(latest.body.id)) {
+      expect(j.result).toEqual(['second']);
+      expect(j.rest.model_version_id).toBe(v2);
+    }
+    const other = await programModel(t, alice, 'argv', { args: {} });
+    const [otherVersion] = await versionsOf(alice, other);
+    const before = await sql<{ n: number }>('select count(*)::int as n from batches');
+    const refused = await batchOf({ version_id: otherVersion.id });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe('VALIDATION_FAILED');
+    expect(await sql('select count(*)::int as n from batches')).toEqual(before);
   });
 
   it('pins over GraphQL too', async () => {
