@@ -253,6 +253,16 @@ describe('budgets', () => {
       carol.token,
     );
     expect(gql.body.errors[0].extensions.code).toBe('BUDGET_EXCEEDED');
+    // A batch is checked as a whole, before anything is made.
+    const batch = await t
+      .http()
+      .post('/api/v1/batches')
+      .set('authorization', carol.token)
+      .send({ name: 'b', model_id: idle, inputs: { items: [{}, {}] } });
+    expect(batch.status).toBe(402);
+    expect(batch.body.error.code).toBe('BUDGET_EXCEEDED');
+    expect(await countOf('batches', 'owner_id = ?', [carol.id])).toBe(0);
+    expect(await countOf('deployments', 'owner_id = ?', [carol.id])).toBe(deployments);
 
     // notify: the same deployment runs.
     expect((await putBudget(carol.token, { monthly_limit: '15.00', action: 'notify' })).status).toBe(200);
