@@ -28,9 +28,11 @@ beforeAll(async () => {
     WEBHOOK_TIMEOUT_SECONDS: '2',
   };
   t = await startTestApp(env);
-  // A second worker on the same database: both hear every job's end.
+  // A second worker on the same database and the same media directory (local storage is one
+  // store for every process, as a shared volume would be): both hear every job's end, and either
+  // may run a job and keep its outputs.
   worker2 = await startTestApp(
-    { ...env, ROLES: 'api,worker' },
+    { ...env, ROLES: 'api,worker', DATA_DIR: t.config.dataDir },
     { databaseUrl: t.databaseUrl, issuer: t.issuer },
   );
   alice = `Bearer ${await t.tokenFor('alice')}`;
