@@ -115,6 +115,34 @@ describe('creating a batch', () => {
     expect((await api(alice).get(`/api/v1/batches/${id}/jobs?status=failed`)).body).toEqual([]);
   });
 
+  it("takes a new owner's first batch and deployments at once: none meets another in a deadlock", async () => {
+    // As for deployments alone (jobs.test.ts, dispatch): every creation makes the owner's usage
+    // row before it counts the model's run, a batch too.
+    const model = await imageModel(alice);
+    const statuses: number[] = [];
+    for (let owner = 0; owner < 6; owner++) {
+      const auth = `Bearer ${await t.tokenFor(`burst-${owner}`)}`;
+      const media = await upload(auth);
+      const answers = await Promise.all([
+        api(auth).post('/api/v1/batches', {
+          name: 'burst',
+          model_id: model,
+          inputs: { arg: 'image', media_ids: [media, media] },
+        }),
+        ...Array.from({ length: 8 }, () =>
+          api(auth).post('/api/v1/deployments', { name: 'burst', model_id: model, args: { image: media } }),
+        ),
+      ]);
+      statuses.push(...answers.map((a) => a.status));
+      await until(
+        async () => (await api(auth).get('/api/v1/jobs?status=succeeded&limit=50')).body as unknown[],
+        (done) => done.length === 10,
+        60000,
+      );
+    }
+    expect(statuses).toEqual(Array(6 * 9).fill(201));
+  }, 180_000);
+
   it('selects media by tags and exclude_tags as the media list does', async () => {
     const model = await imageModel(alice);
     const tag = `holiday${++seq}`;

@@ -542,6 +542,30 @@ describe('dispatch', () => {
     }
   });
 
+  it("takes a new owner's first deployments all at once: none meets another in a deadlock", async () => {
+    // A new owner has no usage row yet: the creations that claim a slot and those that queue
+    // both make it, and must do so before they count the model's run, or two of them each hold
+    // what the other waits for (PostgreSQL then aborts one: 503 "met a concurrent one").
+    const quick = await programModel('argv');
+    const failures: unknown[] = [];
+    for (let owner = 0; owner < 8; owner++) {
+      const auth = `Bearer ${await t.tokenFor(`burst-${owner}`)}`;
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          t.gql(
+            'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { job { id } } }',
+            { input: { name: 'burst', modelId: quick, args: {} } },
+            auth,
+          ),
+        ),
+      );
+      failures.push(...answers.filter((a) => a.body.errors).map((a) => a.body.errors));
+      const jobs = answers.filter((a) => !a.body.errors).map((a) => a.body.data.createDeployment.job.id);
+      for (const id of jobs) await waitForJob(t, auth, id);
+    }
+    expect(failures).toEqual([]);
+  }, 120_000);
+
   it('queues a job when no slot is free, or while others are queued; each runs once a slot frees', async () => {
     const idle = await programModel('idle');
     const busy = [await create(idle), await create(idle)];

@@ -106,9 +106,10 @@ export class JobStore {
         sql`${n.claimFor}::uuid is not null and not exists (select 1 from jobs where status = 'queued')`,
       ),
       // The owner's row, for the claims of its queued jobs (made by `slot` when it claims). Only
-      // when missing: an insert that meets the row waits for whoever holds it, and it runs
-      // before the statement locks anything else (read by `w`), so that no lock cycle forms
-      // with a creation holding the row and wanting the model's (its run count).
+      // when missing: an insert that meets the row waits for whoever holds it. `j` reads it, so
+      // it runs before the model's row is locked (its run count reads `j`): a data-modifying CTE
+      // that no row reads runs after the main query, and a new owner's first creations then
+      // held the model's row while waiting for another's usage row, and that one the reverse.
       {
         name: 'owner_row',
         sql: raw(`insert into owner_usage (owner_type, owner_id) select owner_type, owner_id from me
@@ -118,7 +119,7 @@ export class JobStore {
       },
       {
         name: 'w',
-        sql: sql`select ${n.claimFor}::uuid as id from slot where (select count(*) from owner_row) >= 0`,
+        sql: sql`select ${n.claimFor}::uuid as id from slot`,
       },
       {
         name: 'j',
@@ -133,7 +134,7 @@ export class JobStore {
                 ${JSON.stringify(job.argv)}::jsonb, ${JSON.stringify(job.inputs)}::jsonb, ${job.container},
                 ${job.machineType}, ${job.machineCount}, ${job.priorityRank}, ${job.timeoutSeconds}, ${job.maxRetries},
                 now() + make_interval(secs => ${n.cancelAfter}::double precision), '', now(), now()
-                from d left join w on true
+                from d cross join (select count(*) from owner_row) owner_row left join w on true
          returning *`,
       },
       {
@@ -425,7 +426,8 @@ export class JobStore {
                    as x(n int, d_id uuid, job_id uuid, name text, args jsonb, source uuid, target uuid, argv jsonb, inputs jsonb)`,
       },
       ...ctesOf(own),
-      // The owner's row for the claims of these jobs (JobStore.createDeployment's `owner_row`).
+      // The owner's row for the claims of these jobs (JobStore.createDeployment's `owner_row`),
+      // read by `j` so that it is made before the model's row is locked.
       {
         name: 'owner_row',
         sql: sql`insert into owner_usage (owner_type, owner_id)
@@ -452,7 +454,7 @@ export class JobStore {
                 items.argv, items.inputs, ${n.container}, ${n.machineType}, ${n.machineCount}, ${BATCH_ITEM_RANK},
                 ${n.timeoutSeconds},
                 ${n.maxRetries}, '', now(), now()
-         from items cross join batch_row
+         from items cross join batch_row cross join (select count(*) from owner_row) owner_row
          returning *`,
       },
       ...transitionCtes('j', 'null::text'),
