@@ -50,7 +50,11 @@ async function noErrors(person: Person, allowed?: RegExp) {
 }
 
 beforeAll(async () => {
-  h = await startHarness({ LOCAL_EXECUTOR_CONCURRENCY: '1', SESSION_TOKEN_TTL_SECONDS: '30' });
+  h = await startHarness({
+    LOCAL_EXECUTOR_CONCURRENCY: '1',
+    SESSION_TOKEN_TTL_SECONDS: '30',
+    ADMIN_SUBJECTS: 'operator',
+  });
   const key = await loadDevSigningKey(h.app.config.dataDir);
   userAuth = async (sub) =>
     `Bearer ${await signUserToken(key, devIssuerUrl(h.url), devAudience(h.app.config), { sub })}`;
@@ -218,6 +222,10 @@ describe('the web app in a browser', () => {
     await page.evaluate(() => ((window as unknown as { marker: string }).marker = 'no reload'));
     const head = page.locator('.page-head .status');
     await eventually(async () => expect(await head.textContent()).toBe('queued'));
+    // Behind another owner's job, not a quota: only its place in its owner's queue.
+    await eventually(async () =>
+      expect(await page.getByTestId('job-waiting').textContent()).toBe('next of your jobs to start'),
+    );
     await screenshot(page, 'job-queued');
 
     await cancel(operator, blocker);
@@ -253,6 +261,50 @@ describe('the web app in a browser', () => {
       ),
     );
     await screenshot(page, 'usage-budget');
+    await noErrors(alice);
+  });
+
+  it('shows the quotas in use, and on a queued job its priority and the quota it waits for', async () => {
+    const { page } = alice;
+    const auth = `Bearer ${await tokenOf(alice)}`;
+    const me = (await api(auth, '{ me { id } }')).me.id as string;
+    const quota = (body: object) =>
+      h.app.http().put(`/api/v1/admin/quotas/user/${me}`).set('authorization', operator).send(body);
+    expect((await quota({ max_running_jobs: 0 })).status).toBe(200);
+    const made = await api(
+      auth,
+      'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { job { id } } }',
+      { input: { name: 'held', modelId: sleeperModel, args: {}, priority: 'HIGH' } },
+    );
+    const jobId = made.createDeployment.job.id as string;
+    await page.goto(`/jobs/${jobId}`);
+    expect(await page.getByTestId('job-priority').textContent()).toBe('high');
+    await eventually(async () =>
+      expect(await page.getByTestId('job-waiting').textContent()).toBe(
+        'next of your jobs to start; QuotaExceeded: 0 of 0 running jobs',
+      ),
+    );
+    await screenshot(page, 'job-waiting-quota');
+    await nav(page, 'Usage').click();
+    await eventually(async () =>
+      expect(await page.getByTestId('quota').textContent()).toContain('Jobs starting or running: 0 of 0'),
+    );
+    // The quota lifted, the job starts at once and the page says so without a reload.
+    await page.goto(`/jobs/${jobId}`);
+    await page.getByTestId('job-waiting').waitFor();
+    expect((await quota({ max_running_jobs: null })).status).toBe(200);
+    const head = page.locator('.page-head .status');
+    await eventually(async () => expect(await head.textContent()).toBe('running'), 30000);
+    expect(await page.getByTestId('job-waiting').count()).toBe(0);
+    await nav(page, 'Usage').click();
+    await eventually(async () =>
+      expect(await page.getByTestId('quota').textContent()).toContain(
+        'Jobs starting or running: 1 (no limit)',
+      ),
+    );
+    await screenshot(page, 'usage-quota');
+    await cancel(auth, jobId);
+    await waitForJob(h.app, auth, jobId);
     await noErrors(alice);
   });
 

@@ -259,14 +259,14 @@ export type JobEventsSubscriptionVariables = Exact<{ [key: string]: never; }>;
 
 export type JobEventsSubscription = { jobs: { id: string, status: JobStatus, createdAt: string, updatedAt: string, cost: { amount: string, currency: string, final: boolean }, deployment: { id: string, name: string }, model: { id: string, name: string } | null } };
 
-export type JobDetailFragment = { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean }, model: { id: string, name: string } | null };
+export type JobDetailFragment = { priority: Priority, queuePosition: number | null, pendingReason: string | null, machineType: string, machineCount: number, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean }, model: { id: string, name: string } | null };
 
 export type JobPageQueryVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type JobPageQuery = { job: { logTail: string, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, model: { id: string, name: string, args: Array<{ name: string, type: string, description: string | null }> } | null, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean } } };
+export type JobPageQuery = { job: { logTail: string, priority: Priority, queuePosition: number | null, pendingReason: string | null, machineType: string, machineCount: number, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, model: { id: string, name: string, args: Array<{ name: string, type: string, description: string | null }> } | null, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean } } };
 
 export type MediaNameQueryVariables = Exact<{
   id: string | number;
@@ -280,7 +280,7 @@ export type JobWatchSubscriptionVariables = Exact<{
 }>;
 
 
-export type JobWatchSubscription = { jobUpdated: { startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean }, model: { id: string, name: string } | null } };
+export type JobWatchSubscription = { jobUpdated: { priority: Priority, queuePosition: number | null, pendingReason: string | null, machineType: string, machineCount: number, startedAt: string | null, finishedAt: string | null, queueSeconds: number | null, runSeconds: number | null, error: string | null, exitCode: number | null, result: unknown, id: string, status: JobStatus, createdAt: string, updatedAt: string, transitions: Array<{ from: JobStatus | null, to: JobStatus, at: string }>, outputs: Array<{ id: string, url: string, contentType: string, imageName: string, size: number }>, deployment: { id: string, name: string, args: Record<string, unknown>, modelId: string }, cost: { amount: string, currency: string, final: boolean }, model: { id: string, name: string } | null } };
 
 export type JobLogsSubscriptionVariables = Exact<{
   id: string | number;
@@ -483,7 +483,7 @@ export type DeclineTeamInviteMutation = { declineInvite: { invite: { status: str
 export type MonthUsageQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type MonthUsageQuery = { budget: { monthlyLimit: string | null, currency: string, spent: string, committed: string, action: BudgetAction | null }, usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageByteSeconds: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
+export type MonthUsageQuery = { quota: { maxRunningJobs: number | null, runningJobs: number, machines: Array<{ machineType: string, limit: number | null, inUse: number }> }, budget: { monthlyLimit: string | null, currency: string, spent: string, committed: string, action: BudgetAction | null }, usage: { currency: string, total: string, period: { start: string, end: string }, series: Array<{ start: string, computeSeconds: string, computeAmount: string, storageByteSeconds: string, storageAmount: string, total: string }>, models: Array<{ modelId: string, name: string | null, jobs: number, seconds: string, amount: string }>, storage: { byteSeconds: string, gbMonths: string, amount: string } } };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -560,6 +560,11 @@ export const JobRowFragmentDoc = new TypedDocumentString(`
 export const JobDetailFragmentDoc = new TypedDocumentString(`
     fragment JobDetail on Job {
   ...JobRow
+  priority
+  queuePosition
+  pendingReason
+  machineType
+  machineCount
   startedAt
   finishedAt
   queueSeconds
@@ -1045,6 +1050,11 @@ export const JobPageDocument = new TypedDocumentString(`
 }
 fragment JobDetail on Job {
   ...JobRow
+  priority
+  queuePosition
+  pendingReason
+  machineType
+  machineCount
   startedAt
   finishedAt
   queueSeconds
@@ -1107,6 +1117,11 @@ export const JobWatchDocument = new TypedDocumentString(`
 }
 fragment JobDetail on Job {
   ...JobRow
+  priority
+  queuePosition
+  pendingReason
+  machineType
+  machineCount
   startedAt
   finishedAt
   queueSeconds
@@ -1539,6 +1554,15 @@ export const DeclineTeamInviteDocument = new TypedDocumentString(`
     `) as unknown as TypedDocumentString<DeclineTeamInviteMutation, DeclineTeamInviteMutationVariables>;
 export const MonthUsageDocument = new TypedDocumentString(`
     query MonthUsage {
+  quota {
+    maxRunningJobs
+    runningJobs
+    machines {
+      machineType
+      limit
+      inUse
+    }
+  }
   budget {
     monthlyLimit
     currency

@@ -158,6 +158,18 @@ export function JobPage({ id }: { id: string }) {
             <dd>{seconds(job.runSeconds)}</dd>
             <dt>Cost</dt>
             <dd data-testid="job-cost">{costText(job.cost)}</dd>
+            <dt>Priority</dt>
+            <dd data-testid="job-priority">{job.priority.toLowerCase()}</dd>
+            <dt>Machines</dt>
+            <dd>
+              {job.machineCount} × {job.machineType}
+            </dd>
+            {waiting(job) ? (
+              <>
+                <dt>Waiting</dt>
+                <dd data-testid="job-waiting">{waiting(job)}</dd>
+              </>
+            ) : null}
             {job.exitCode !== null ? (
               <>
                 <dt>Exit code</dt>
@@ -189,6 +201,21 @@ export function JobPage({ id }: { id: string }) {
 }
 
 type ArgDef = NonNullable<JobPageQuery['job']['model']>['args'][number];
+
+/**
+ * Why a job that has not started waits, as a person reads it: its place in its owner's queue
+ * (1: next), and the quota that holds it or the cluster's reason (docs/governance.md).
+ */
+function waiting(job: JobDetailFragment): string {
+  if (job.status !== 'QUEUED' && job.status !== 'STARTING') return '';
+  const place =
+    job.status !== 'QUEUED' || job.queuePosition === null
+      ? ''
+      : job.queuePosition === 1
+        ? 'next of your jobs to start'
+        : `${job.queuePosition - 1} of your jobs start before it`;
+  return [place, job.pendingReason].filter(Boolean).join('; ');
+}
 
 /** A value as a person reads it: lists joined, objects as compact JSON. */
 const readable = (v: unknown) =>

@@ -77,12 +77,14 @@ function chartOf(usage: MonthUsageQuery['usage']) {
 export function UsagePage() {
   const [usage, setUsage] = useState<MonthUsageQuery['usage'] | null>(null);
   const [budget, setBudget] = useState<MonthUsageQuery['budget'] | null>(null);
+  const [quota, setQuota] = useState<MonthUsageQuery['quota'] | null>(null);
   const [error, setError] = useState('');
   useEffect(() => {
     gql(MonthUsageDocument).then(
       (r) => {
         setUsage(r.usage);
         setBudget(r.budget);
+        setQuota(r.quota);
       },
       (err: unknown) => setError(messageOf(err)),
     );
@@ -108,6 +110,7 @@ export function UsagePage() {
         {amount(Number(usage.storage.amount))} {usage.currency}).
       </p>
       {budget ? <BudgetNote budget={budget} /> : null}
+      {quota ? <QuotaNote quota={quota} /> : null}
       {chart.unit !== usage.currency && chart.bars.some((b) => b.values[0] > 0) ? (
         <p className="muted">
           Every day so far costs less than 0.01 {usage.currency}: the chart shows the {chart.unit} used
@@ -164,5 +167,27 @@ function BudgetNote({ budget: b }: { budget: MonthUsageQuery['budget'] }) {
       ).
       <meter min={0} max={Number(b.monthlyLimit)} value={Number(b.spent)} aria-label="budget spent" />
     </p>
+  );
+}
+
+/**
+ * The owner's quotas with what is in use now: jobs starting or running, and machines per type
+ * (docs/governance.md). Jobs over a quota wait queued; the job page says which quota holds them.
+ */
+function QuotaNote({ quota: q }: { quota: MonthUsageQuery['quota'] }) {
+  const of = (used: number, limit: number | null | undefined) =>
+    limit === null || limit === undefined ? `${used} (no limit)` : `${used} of ${limit}`;
+  return (
+    <div data-testid="quota">
+      <h2>Quotas in use</h2>
+      <ul>
+        <li>Jobs starting or running: {of(q.runningJobs, q.maxRunningJobs)}</li>
+        {q.machines.map((m) => (
+          <li key={m.machineType}>
+            Machines of type {m.machineType}: {of(m.inUse, m.limit)}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
