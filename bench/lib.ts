@@ -307,7 +307,15 @@ export async function jobsClient(url: string, auth: string, command: string) {
     }
     return { running, succeeded };
   };
-  return { gql, create, arrivals, eventOf, latencies, dispose: () => client.dispose() };
+  return {
+    gql,
+    modelId: createModel.id,
+    create,
+    arrivals,
+    eventOf,
+    latencies,
+    dispose: () => client.dispose(),
+  };
 }
 
 /** Bytes of an upload the benchmarks' client queues before it waits for its socket to drain. */
@@ -319,11 +327,17 @@ export function upload(
   headers: Record<string, string>,
   size: number,
   name = 'big.png',
+  /** Form fields sent before the file, and the file part's name (a GraphQL multipart request). */
+  form: { fields: Record<string, string>; file: string } = { fields: {}, file: 'file' },
 ): Promise<{ seconds: number; body: string }> {
   // As curl sends it (browsers use a similar 38-character one); busboy's search skips by its length.
   const boundary = '------------------------a1b2c3d4e5f60718';
+  const fields = Object.entries(form.fields).map(
+    ([field, value]) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${field}"\r\n\r\n${value}\r\n`,
+  );
   const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n` +
+    `${fields.join('')}--${boundary}\r\nContent-Disposition: form-data; name="${form.file}"; filename="${name}"\r\n` +
       'Content-Type: image/png\r\n\r\n',
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
@@ -345,7 +359,7 @@ export function upload(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200 && res.statusCode !== 201)
+        if ((res.statusCode !== 200 && res.statusCode !== 201) || body.startsWith('{"errors"'))
           return reject(new Error(`upload answered ${res.statusCode}: ${body}`));
         resolve({ seconds: Number(process.hrtime.bigint() - started) / 1e9, body });
       });

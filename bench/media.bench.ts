@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- media`: upload throughput of one large file through `POST /uploads/upload`
- * against a bare node:http server piping the request to disk (alone, and with SHA-256 taken beside it:
+ * (and GraphQL's `uploadMedia`, a multipart request read by the same parser) against a bare node:http server piping the request to disk (alone, and with SHA-256 taken beside it:
  * the ceiling of any hashing server on the machine), and the service's peak RSS growth
  * meanwhile. Every figure is measured in the same run; the ratios are what count. (The list of
  * media is `npm run bench -- list`.)
@@ -33,6 +33,18 @@ function mainThreadMs(pid: number): number {
 }
 
 const UPLOAD_MIB = setting('BENCH_UPLOAD_MIB', 512, 8);
+
+/** GraphQL's multipart request: operations, map, then the file. */
+const GRAPHQL_UPLOAD = {
+  fields: {
+    operations: JSON.stringify({
+      query: 'mutation ($file: Upload!) { uploadMedia(file: $file) { id size } }',
+      variables: { file: null },
+    }),
+    map: JSON.stringify({ 0: ['variables.file'] }),
+  },
+  file: '0',
+};
 const RUNS = setting('BENCH_RUNS', 5, 1);
 
 /**
@@ -82,6 +94,13 @@ async function uploadBench() {
         url: `${sut.service.url}/uploads/upload`,
         headers: auth,
       },
+      {
+        server: 'POST /graphql uploadMedia',
+        child: sut.service,
+        url: `${sut.service.url}/graphql`,
+        headers: { ...auth, 'apollo-require-preflight': 'true' },
+        form: GRAPHQL_UPLOAD,
+      },
     ].map((side) => ({
       ...side,
       times: [] as number[],
@@ -89,7 +108,7 @@ async function uploadBench() {
       main: [] as number[],
       growth: [] as number[],
     }));
-    for (const side of sides) await upload(side.url, side.headers, MiB); // warm-up: user row, JIT, hashing workers
+    for (const side of sides) await upload(side.url, side.headers, MiB, undefined, side.form); // warm-up: user row, JIT, hashing workers
     const loads: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       loads.push(load());
@@ -100,7 +119,7 @@ async function uploadBench() {
         const pid = side.child.process.pid!;
         const [c0, m0, rss0] = [cpuMsOf(pid), mainThreadMs(pid), rssOf(pid)];
         const sampler = rssSampler(pid);
-        side.times.push((await upload(side.url, side.headers, size)).seconds);
+        side.times.push((await upload(side.url, side.headers, size, undefined, side.form)).seconds);
         side.cpu.push(cpuMsOf(pid) - c0);
         side.main.push(mainThreadMs(pid) - m0);
         side.growth.push(sampler.stop() - rss0);

@@ -11,7 +11,10 @@
  *    `submitMany` (one array per MaxArraySize), until every observer saw its end, next to a bare
  *    `sbatch --array=0-<N-1>` of the same program through the same batch script, followed by
  *    `squeue` every 250 ms until the array has left the queue; the ratio of the two.
- * `BENCH_ONLY=arrays` runs the third alone (no service, no database).
+ * 4. a batch (docs/batches.md) of BENCH_SLURM_BATCH trivial items through the service, from
+ *    `POST /api/v1/batches` until the batch reads `completed`, next to the bare array of 3.
+ * `BENCH_ONLY=arrays` runs the third alone (no service, no database); `BENCH_ONLY=batch` the
+ * fourth and its bare array.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -40,6 +43,7 @@ const JOBS = setting('BENCH_SLURM_JOBS', 100, 2);
 const BURST = setting('BENCH_SLURM_BURST', 1000, 5);
 const POLL = process.env.BENCH_SLURM_POLL_SECONDS ?? '2';
 const ARRAY = setting('BENCH_SLURM_ARRAY', 1000, 5);
+const BATCH = setting('BENCH_SLURM_BATCH', 1000, 5);
 
 const exec = promisify(execFile);
 const fmt = (v: number) => v.toFixed(0);
@@ -266,6 +270,56 @@ async function arrays(scratch: string): Promise<void> {
   if (ours.failed) console.log(`${ours.failed} jobs failed`);
 }
 
+/**
+ * Part 4: a batch of `count` items of the trivial model through the service, request to
+ * `completed` (polled every 250 ms, as the bare side polls squeue), then the bare array.
+ */
+async function batch(url: string, auth: string, modelId: string, scratch: string, count: number) {
+  const call = async (method: string, url2: string, body?: unknown) => {
+    const res = await fetch(url + url2, {
+      method,
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const answer = (await res.json()) as { id: string; status: string; counts: Record<string, number> };
+    if (res.status >= 300) throw new Error(`${method} ${url2}: ${res.status} ${JSON.stringify(answer)}`);
+    return answer;
+  };
+  const start = now();
+  const { id } = await call('POST', '/api/v1/batches', {
+    name: 'bench',
+    model_id: modelId,
+    inputs: { items: Array.from({ length: count }, () => ({})) },
+  });
+  const created = now();
+  let last: Awaited<ReturnType<typeof call>>;
+  for (;;) {
+    last = await call('GET', `/api/v1/batches/${id}`);
+    if (last.status !== 'running') break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const ours = (now() - start) / 1000;
+  const bare = await bareArray(scratch, count);
+  printTable(`A batch of ${count} trivial items on Slurm (SLURM_POLL_SECONDS=${POLL})`, [
+    {
+      what: `bare sbatch --array=0-${count - 1}, until squeue shows none`,
+      seconds: bare.toFixed(1),
+      'jobs/s': (count / bare).toFixed(1),
+      ratio: '1.00',
+    },
+    {
+      what: 'POST /api/v1/batches, until the batch reads completed',
+      seconds: ours.toFixed(1),
+      'jobs/s': (count / ours).toFixed(1),
+      ratio: (ours / bare).toFixed(2),
+    },
+  ]);
+  console.log(
+    `\nThe batch was created in ${((created - start) / 1000).toFixed(2)} s; ` +
+      `it ended ${last.status}: ${JSON.stringify(last.counts)}`,
+  );
+}
+
 export async function run(): Promise<void> {
   await exec('sinfo', ['--noheader']).catch((err: Error) => {
     throw new Error(`the Slurm benchmark needs a cluster (scripts/slurm-cluster.sh): ${err.message}`);
@@ -300,6 +354,8 @@ export async function run(): Promise<void> {
   };
   try {
     for (let i = 0; i < (SMOKE ? 1 : 3); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
+    if (process.env.BENCH_ONLY === 'batch')
+      return await batch(sut.service.url, auth, jobs.modelId, scratch, BATCH);
 
     if (JOBS) latency(await jobs.latencies(JOBS, create), await bareLatency(scratch));
 
@@ -348,6 +404,7 @@ export async function run(): Promise<void> {
       console.log(
         `\n${retries} createDeployment requests failed (503, 500, connection timeout) and were sent again`,
       );
+    if (BATCH) await batch(sut.service.url, auth, jobs.modelId, scratch, BATCH);
   } finally {
     await jobs.dispose();
     await sut.stop();

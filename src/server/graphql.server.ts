@@ -9,7 +9,6 @@ import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Request, RequestHandler, Response } from 'express';
 import { GraphQLError, type ExecutionArgs, type GraphQLSchema, type ValidationRule } from 'graphql';
-import { graphqlUploadExpress } from 'graphql-upload-minimal';
 import type { Principal } from '../common/principal';
 import { AppError } from '../common/errors';
 import type { Logger } from '../common/logger';
@@ -19,6 +18,7 @@ import type { IdempotentCreation } from '../common/idempotent-creation';
 import type { RequestContext } from '../graphql/graphql.context';
 import { DirectOperations } from '../graphql/graphql.direct';
 import { formatGraphQLError, requestLevelStatus } from '../graphql/graphql.errors';
+import { graphqlMultipart } from '../http/http.graphql-multipart';
 import { tooDeep } from '../http/http.json-body';
 import { compiledGateway, CompiledOperations } from '../graphql/graphql.executor';
 import { inputProblems } from '../graphql/graphql.inputs';
@@ -202,12 +202,9 @@ export async function startGraphqlServer({
     formatError,
   });
   await apollo.start();
-  // GraphQL multipart requests (uploadMedia); bytes stream straight to the resolver.
-  const graphqlUploads = graphqlUploadExpress({
-    maxFiles: 1,
-    maxFileSize: config.maxUploadBytes + 1,
-    maxFieldSize: config.maxBodyBytes,
-  });
+  // GraphQL multipart requests (uploadMedia); bytes stream straight to the resolver, whose media
+  // service enforces the file's size as it does for POST /uploads/upload.
+  const graphqlUploads = graphqlMultipart({ maxFiles: 1, maxFieldSize: config.maxBodyBytes });
   const uploads: RequestHandler = (req, res, next) => {
     if (!req.is('multipart/form-data')) return next();
     // Refuse before reading a byte of a file nobody may upload.
