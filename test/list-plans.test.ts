@@ -387,6 +387,39 @@ describe("a team's audit log at 100,000 records", () => {
   );
 });
 
+describe('jobs at 10,000 rows', () => {
+  // Small tables are where a plain join went wrong: PostgreSQL hashed all 10,000 deployments for
+  // a page of 50 (2 ms a page; docs/performance.md, Lists). Run before the 100,000 rows below.
+  it('GET /api/v1/jobs looks up each job of the page its deployment and model by id', async () => {
+    const auth = `Bearer ${await t.tokenFor('some-jobs')}`;
+    const owner = await userOwner(auth);
+    await pg.query(
+      `with d as (
+         insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+         select gen_random_uuid(), 'user', $1::uuid, 'd' || i, md5('m' || (i % 5))::uuid, '{}', gen_random_uuid(),
+                timestamptz '2025-01-01' + i * interval '1 second'
+         from generate_series(1, 10000) i returning id, model_id, created_at)
+       insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                         machine_type, machine_count, timeout_seconds, created_at, updated_at)
+       select gen_random_uuid(), id, model_id, 'user', $1::uuid, 'succeeded', 'local', '[]', 'c', 'cpu', 1, 60,
+              created_at, created_at from d`,
+      [owner],
+    );
+    await pg.query('analyze deployments; analyze jobs; analyze models');
+    const plans = await plansOf('jobs', () =>
+      t
+        .gql('{ jobs(first: 50) { nodes { id model { id name } deployment { id name } } } }', {}, auth)
+        .then((res) => expect(res.body.data.jobs.nodes).toHaveLength(50)),
+    );
+    for (const plan of plans) {
+      const deployments = plan.filter((n) => n['Relation Name'] === 'deployments');
+      expect(deployments.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+      expect(deployments.map((n) => n['Index Name'])).toEqual(deployments.map(() => 'deployments_pkey'));
+      for (const scan of deployments) expect(examined(scan)).toBeLessThanOrEqual(51);
+    }
+  });
+});
+
 describe('jobs and deployments at 100,000 rows', () => {
   let auth: string;
   let owner: string;

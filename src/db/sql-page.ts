@@ -13,17 +13,38 @@ import {
 import { queryRows } from './rows';
 
 /**
+ * A row of another table that each row of a page looks up: `table` aliased `as`, found by `on`
+ * (no placeholders); `optional`: the page's row stays when there is none (a left join).
+ */
+export interface SqlLookup {
+  table: string;
+  as: string;
+  on: string;
+  optional?: boolean;
+}
+
+/**
  * What sqlPage reads: a table, or joined tables whose keyset columns belong to `alias`. `join`:
- * tables joined to the page's rows of `from` (aliased `alias`) once the page is chosen, so that
- * they cost one lookup per row answered whatever the scan read (a join inside the scan could be
- * planned as a hash join over the whole joined table). `join` holds no placeholders.
+ * rows looked up for the page's rows of `from` (aliased `alias`) once the page is chosen, one
+ * index lookup per row answered whatever the scan read. Each is a lateral subquery with a limit,
+ * which PostgreSQL cannot flatten: as a plain join, a small table (10,000 deployments) was
+ * planned as a hash join over all of its rows, 2 ms for a page of 50 (docs/performance.md, Lists).
  */
 export interface SqlSource {
   from: string;
   select?: string;
   alias?: string;
-  join?: string;
+  join?: SqlLookup[];
 }
+
+/** The lookups as SQL: `join lateral (select * from t x where ... limit 1) x on true`. */
+const lookupsSql = (lookups: SqlLookup[]) =>
+  lookups
+    .map(
+      (l) =>
+        `${l.optional ? 'left ' : ''}join lateral (select * from ${l.table} ${l.as} where ${l.on} limit 1) ${l.as} on true`,
+    )
+    .join(' ');
 
 /** A SQL fragment with `?` placeholders, and its values. */
 export type SqlCondition = [sql: string, ...values: unknown[]];
@@ -73,10 +94,11 @@ export async function sqlPage<T extends Keyed>(
   const order = `order by ${createdAt} desc, ${id} desc`;
   const scan = `from ${from} where ${sql(all) || 'true'} ${order}`;
   // With joins, the page is chosen from `from`'s rows alone, then joined (in the same statement).
-  const [inner, joined] = join
+  const [inner, joined] = join?.length
     ? [
         `${alias}.*`,
-        (page: string, more = '') => `select ${select}${more} from (${page}) ${alias} ${join} ${order}`,
+        (page: string, more = '') =>
+          `select ${select}${more} from (${page}) ${alias} ${lookupsSql(join)} ${order}`,
       ]
     : [select, (page: string) => page];
   if (!filter.length) {

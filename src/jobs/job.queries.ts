@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Owner } from '../common/principal';
 import type { Page, PageArgs } from '../common/pagination';
 import { prefixedColumns, readByIds, rowReader } from '../db/rows';
-import { sqlPage, type SqlCondition } from '../db/sql-page';
+import { sqlPage, type SqlCondition, type SqlLookup } from '../db/sql-page';
 import { Model } from '../models/model.entity';
 import { Deployment } from './deployment.entity';
 import { Job, JobTransition } from './job.entity';
@@ -61,20 +61,20 @@ export class JobQueries {
     const model = rowReader(this.orm, Model, 'm.');
     const keys = ['id', 'createdAt', 'status', 'deployment', 'modelId'];
     const select = [prefixedColumns(this.orm, Job, 'j', '', read.job && [...keys, ...read.job])];
-    let join = '';
+    const join: SqlLookup[] = [];
     if (read.deployment !== undefined) {
       select.push(
         prefixedColumns(this.orm, Deployment, 'd', 'd.', read.deployment && ['id', ...read.deployment]),
       );
-      join += ' join deployments d on d.id = j.deployment_id';
+      join.push({ table: 'deployments', as: 'd', on: 'd.id = j.deployment_id' });
     }
     if (read.model !== undefined) {
       select.push(prefixedColumns(this.orm, Model, 'm', 'm.', read.model && ['id', ...read.model]));
-      join += ' left join models m on m.id = j.model_id';
+      join.push({ table: 'models', as: 'm', on: 'm.id = j.model_id', optional: true });
     }
     return sqlPage(
       this.orm.em,
-      { from: 'jobs j', select: select.join(', '), alias: 'j', join: join || undefined },
+      { from: 'jobs j', select: select.join(', '), alias: 'j', join },
       { where, filter: checks },
       args,
       (row) => {

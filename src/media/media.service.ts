@@ -202,7 +202,12 @@ export class MediaService {
       // asset by id, so the page reads only the rows it answers, however rare the tag.
       return sqlPage(
         this.orm.em,
-        { from: 'media_tags t', alias: 't', join: 'join media_assets on media_assets.id = t.id', select },
+        {
+          from: 'media_tags t',
+          alias: 't',
+          join: [{ table: 'media_assets', as: 'media_assets', on: 'media_assets.id = t.id' }],
+          select,
+        },
         [
           ['t.owner_type = ?', owner.type],
           ['t.owner_id = ?', owner.id],
