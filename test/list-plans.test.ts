@@ -396,7 +396,7 @@ describe('jobs at 10,000 rows', () => {
     await pg.query(
       `with d as (
          insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
-         select gen_random_uuid(), 'user', $1::uuid, 'd' || i, md5('m' || (i % 5))::uuid, '{}', gen_random_uuid(),
+         select gen_random_uuid(), 'user', $1::uuid, 'd' || i, md5('small' || (i % 5))::uuid, '{}', gen_random_uuid(),
                 timestamptz '2025-01-01' + i * interval '1 second'
          from generate_series(1, 10000) i returning id, model_id, created_at)
        insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
@@ -456,7 +456,8 @@ describe('jobs and deployments at 100,000 rows', () => {
     ['limit=50', 'jobs_owner_type_owner_id_created_at_id_index'],
     ['limit=50&status=failed', 'jobs_owner_status_created_at_index'],
     [`limit=50&model_id=${common}`, 'jobs_owner_model_created_at_index'],
-    [`limit=50&model_id=${rare}`, 'jobs_owner_model_created_at_index'],
+    // 20 jobs in all run the rare model: the planner may as well take them all by model alone.
+    [`limit=50&model_id=${rare}`, /jobs_owner_model_created_at_index|jobs_model_id_index/],
   ])(
     'GET /api/v1/jobs?%s reads only the rows it answers, through %s, and its deployments by id',
     async (query, index) => {
