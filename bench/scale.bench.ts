@@ -2,8 +2,8 @@
  * `npm run bench -- scale`: every list and filter at two sizes of one owner's data, in one run
  * against one embedded PostgreSQL: one owner holds BENCH_SMALL rows of each kind, another
  * BENCH_LARGE (each the other's "other owner"). Media are copied in SQL from one real upload,
- * tagged `common` (every row), `mid` (1 in 100) and `rare` (1 in 10,000); jobs, deployments,
- * models, API keys and a job's webhook messages are made in SQL.
+ * tagged `common` (every row), `mid` (1 in 100) and `rare` (1 in 10,000); jobs (in batches of
+ * 10,000), deployments, batches, models, API keys and a job's webhook messages are made in SQL.
  *
  * Each request runs BENCH_SECONDS under autocannon with BENCH_CONNECTIONS connections against
  * each owner in turn; the table prints p50, p99, requests/s at both sizes, the ratio
@@ -36,9 +36,11 @@ interface Owner {
   page20: string;
   /** A team the owner owns, with `rows` audit records. */
   team: string;
+  /** The owner's oldest batch of jobs (jobs are seeded in batches of 10,000): the last to reach. */
+  batch: string;
 }
 
-type Kind = 'media' | 'jobs' | 'models' | 'keys' | 'webhooks' | 'audit';
+type Kind = 'media' | 'jobs' | 'batches' | 'models' | 'keys' | 'webhooks' | 'audit';
 
 interface Shape {
   name: string;
@@ -94,6 +96,22 @@ const SHAPES: Shape[] = [
   },
   { name: 'deployments', kind: 'jobs', request: () => ({ path: '/api/v1/deployments?limit=50' }) },
   {
+    name: "a batch's jobs (10,000)",
+    kind: 'jobs',
+    request: (o) => ({ path: `/api/v1/batches/${o.batch}/jobs?limit=50` }),
+  },
+  {
+    name: "a batch's jobs, status=failed (1 in 100)",
+    kind: 'jobs',
+    request: (o) => ({ path: `/api/v1/batches/${o.batch}/jobs?limit=50&status=failed` }),
+  },
+  { name: 'batches', kind: 'batches', request: () => ({ path: '/api/v1/batches?limit=50' }) },
+  {
+    name: 'billing usage, this month (files and jobs)',
+    kind: 'media',
+    request: () => ({ path: '/api/v1/billing/usage' }),
+  },
+  {
     name: 'models mine, tag common',
     kind: 'models',
     request: () => gql('{ models(filter: { mine: true, tags: ["common"] }, first: 50) { nodes { id } } }'),
@@ -126,6 +144,7 @@ const SHAPES: Shape[] = [
 async function seed(db: Client, url: string, o: Owner, kinds: Set<Kind>): Promise<void> {
   if (kinds.has('media')) await seedMedia(db, url, o);
   if (kinds.has('jobs') || kinds.has('webhooks')) await seedJobs(db, o);
+  if (kinds.has('batches')) await seedBatches(db, o, o.rows, o.rows);
   if (kinds.has('models')) await seedModels(db, o);
   if (kinds.has('keys')) await seedKeys(db, o);
   if (kinds.has('webhooks')) await seedWebhooks(db, o);
@@ -147,7 +166,27 @@ async function seedMedia(db: Client, url: string, o: Owner): Promise<void> {
   );
 }
 
+/**
+ * `count` ended batches of the owner (ids from `first` on), each with the progress its
+ * completion check keeps (so lists read no jobs of them), newest last.
+ */
+async function seedBatches(db: Client, o: Owner, count: number, first: number): Promise<void> {
+  await db.query(
+    `insert into batches (id, owner_type, owner_id, name, model_id, args, inputs, status, total, created_at,
+                          completion_sent_at, final_progress)
+     select md5($1::text || 'b' || i)::uuid, 'user', $1::uuid, 'b' || i, md5($1::text || 0)::uuid, '{}', '{"items": 10000}',
+            'running', 10000, now() - ($2::int + $3::int - i) * interval '1 second', now(),
+            jsonb_build_object('counts', jsonb_build_object('queued', 0, 'starting', 0, 'running', 0,
+              'succeeded', 9900, 'failed', 100, 'canceled', 0), 'live', 0, 'startedAt', null, 'finishedAt', null,
+              'runSeconds', 0)
+     from generate_series($3::int, $3::int + $2::int - 1) i`,
+    [o.id, count, first],
+  );
+}
+
 async function seedJobs(db: Client, o: Owner): Promise<void> {
+  // Jobs in batches of 10,000 (batch k holds jobs 10,000 k + 1 to 10,000 (k + 1)).
+  await seedBatches(db, o, Math.ceil(o.rows / 10_000), 0);
   await db.query(
     `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
      select md5($1::text || i)::uuid, 'user', $1::uuid, 'd' || i, md5($1::text || (i % 5))::uuid, '{}', gen_random_uuid(),
@@ -157,10 +196,10 @@ async function seedJobs(db: Client, o: Owner): Promise<void> {
   );
   await db.query(
     `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
-                       machine_type, machine_count, timeout_seconds, created_at, updated_at)
+                       machine_type, machine_count, timeout_seconds, created_at, updated_at, batch_id, batch_item)
      select md5($1::text || i)::uuid, md5($1::text || i)::uuid, md5($1::text || (i % 5))::uuid, 'user', $1::uuid,
             case when i % 100 = 0 then 'failed' else 'succeeded' end, 'local', '[]', 'c', 'cpu', 1, 60,
-            now() - i * interval '1 second', now()
+            now() - i * interval '1 second', now(), md5($1::text || 'b' || ((i - 1) / 10000))::uuid, (i - 1) % 10000
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
   );
@@ -333,6 +372,7 @@ export async function run(): Promise<void> {
         model: md5uuid(me.id + 0),
         page20: '',
         team: createTeam.id,
+        batch: md5uuid(`${me.id}b${Math.ceil(rows / 10_000) - 1}`),
       };
       await seed(db, base, owner, kinds);
       owners.push(owner);
@@ -342,6 +382,7 @@ export async function run(): Promise<void> {
       'media_tags',
       'deployments',
       'jobs',
+      'batches',
       'models',
       'api_keys',
       'webhook_deliveries',

@@ -49,9 +49,24 @@ export class Migration20261127120000_storage_rollup extends Migration {
     this.addSql(`create trigger "media_storage_rollup_deleted" after delete on "media_storage" referencing old table as old_rows for each statement execute function "media_storage_rollup_deleted"();`);
     // The ledger as it stands.
     this.addSql(rollUp(`select ${columns}, 1 as sign from media_storage`).trim());
+    // Inserted assets open their spans in one statement (a bulk insert of assets would otherwise
+    // run the rollup's statement once per asset); updates and deletes stay per row.
+    this.addSql(`create function "media_storage_ledger_inserted"() returns trigger language plpgsql as $$
+      begin
+        insert into media_storage (asset_id, owner_type, owner_id, bytes, live_from)
+        select id, owner_type, owner_id, size, now() from new_rows where status = 'live';
+        return null;
+      end $$;`);
+    this.addSql(`drop trigger "media_storage_ledger" on "media_assets";`);
+    this.addSql(`create trigger "media_storage_ledger" after update of "status", "size" or delete on "media_assets" for each row execute function "media_storage_ledger"();`);
+    this.addSql(`create trigger "media_storage_ledger_inserted" after insert on "media_assets" referencing new table as new_rows for each statement execute function "media_storage_ledger_inserted"();`);
   }
 
   override async down(): Promise<void> {
+    this.addSql(`drop trigger "media_storage_ledger_inserted" on "media_assets";`);
+    this.addSql(`drop function "media_storage_ledger_inserted"();`);
+    this.addSql(`drop trigger "media_storage_ledger" on "media_assets";`);
+    this.addSql(`create trigger "media_storage_ledger" after insert or update of "status", "size" or delete on "media_assets" for each row execute function "media_storage_ledger"();`);
     for (const op of ['inserted', 'updated', 'deleted']) {
       this.addSql(`drop trigger "media_storage_rollup_${op}" on "media_storage";`);
       this.addSql(`drop function "media_storage_rollup_${op}"();`);

@@ -30,6 +30,7 @@ import { Migration20261127060100_media_tags } from './Migration20261127060100_me
 import { Migration20261127070000_batch_live } from './Migration20261127070000_batch_live';
 import { Migration20261127120000_storage_rollup } from './Migration20261127120000_storage_rollup';
 import { Migration20261127120100_batch_final_progress } from './Migration20261127120100_batch_final_progress';
+import { Migration20261127120200_jobs_batch_created_at } from './Migration20261127120200_jobs_batch_created_at';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -63,4 +64,5 @@ export const migrationsList = [
   { name: 'Migration20261127070000_batch_live', class: Migration20261127070000_batch_live },
   { name: 'Migration20261127120000_storage_rollup', class: Migration20261127120000_storage_rollup },
   { name: 'Migration20261127120100_batch_final_progress', class: Migration20261127120100_batch_final_progress },
+  { name: 'Migration20261127120200_jobs_batch_created_at', class: Migration20261127120200_jobs_batch_created_at },
 ];

@@ -549,8 +549,10 @@ describe('jobs and deployments at 100,000 rows', () => {
 });
 
 describe('batches at 100,000 jobs', () => {
+  let auth: string;
+
   it('GET /api/v1/batches reads no job of an ended batch, and only the jobs of running ones', async () => {
-    const auth = `Bearer ${await t.tokenFor('many-batches')}`;
+    auth = `Bearer ${await t.tokenFor('many-batches')}`;
     const owner = await userOwner(auth);
     // 60 batches of 1,650 jobs each (99,000): the two newest still running (one job of each
     // queued), the rest ended with the progress their completion check kept.
@@ -596,5 +598,21 @@ describe('batches at 100,000 jobs', () => {
     expect(jobScans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
     // Each running batch's jobs (and a probe per retry), never the 48 ended ones'.
     expect(jobScans.reduce((sum, n) => sum + examined(n), 0)).toBeLessThanOrEqual(2 * 1650 * 2 + 48);
+  });
+
+  it("GET /api/v1/batches/{id}/jobs reads the oldest batch's jobs through the batch's own index", async () => {
+    const { rows } = await pg.query(
+      `select id from batches where owner_id = (select owner_id from batches where name = 'b1' limit 1) order by created_at limit 1`,
+    );
+    const plans = await plansOf('jobs', () =>
+      t
+        .http()
+        .get(`/api/v1/batches/${rows[0].id}/jobs?limit=50`)
+        .set('authorization', auth)
+        .then((res) => expect(res.body).toHaveLength(50)),
+    );
+    expectBounded(plans, 'jobs', 'jobs_batch_created_at_index');
+    const scans = plans.flat().filter((n) => n['Relation Name'] === 'jobs');
+    for (const scan of scans) expect(examined(scan)).toBeLessThanOrEqual(51);
   });
 });

@@ -53,6 +53,12 @@ export interface JobInput {
   name: 'jobs_unfinished_owner_index',
   expression: `create index "jobs_unfinished_owner_index" on "jobs" ("owner_type", "owner_id") include ("machine_type", "machine_count", "timeout_seconds", "started_at") where "status" in ('queued', 'starting', 'running')`,
 })
+// A batch's jobs, newest first, whatever their state (without it, the owner's index walked all
+// the owner's newer jobs to reach an old batch's).
+@Index({
+  name: 'jobs_batch_created_at_index',
+  expression: `create index "jobs_batch_created_at_index" on "jobs" ("batch_id", "created_at", "id") where "batch_id" is not null`,
+})
 // A batch's items in order (its results zip reads them by ranges of items).
 @Index({
   name: 'jobs_batch_item_index',
