@@ -28,6 +28,7 @@ import { Migration20261127050000_job_versions_secrets } from './Migration2026112
 import { Migration20261127060000_job_list_indexes } from './Migration20261127060000_job_list_indexes';
 import { Migration20261127060100_media_tags } from './Migration20261127060100_media_tags';
 import { Migration20261127070000_batch_live } from './Migration20261127070000_batch_live';
+import { Migration20261127110000_job_cost_order } from './Migration20261127110000_job_cost_order';
 
 export const migrationsList = [
   { name: 'Migration20261122140819_init', class: Migration20261122140819_init },
@@ -59,4 +60,5 @@ export const migrationsList = [
   { name: 'Migration20261127060000_job_list_indexes', class: Migration20261127060000_job_list_indexes },
   { name: 'Migration20261127060100_media_tags', class: Migration20261127060100_media_tags },
   { name: 'Migration20261127070000_batch_live', class: Migration20261127070000_batch_live },
+  { name: 'Migration20261127110000_job_cost_order', class: Migration20261127110000_job_cost_order },
 ];
