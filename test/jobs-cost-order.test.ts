@@ -86,6 +86,7 @@ async function allPages(token: string, first: string): Promise<{ id: string; cos
   while (next) {
     const res = await t.http().get(next).set('authorization', token).expect(200);
     out.push(...res.body);
+    if (out.length > 1000) throw new Error(`more pages than jobs: ${first} repeats itself`);
     next = /<([^>]+)>; rel="next"/.exec(res.headers.link ?? '')?.[1];
   }
   return out;
