@@ -71,12 +71,12 @@ async function jobsOf(owner: string, ended: [type: string, micros: number][], un
 }
 
 async function reference(owner: string, direction: 'desc' | 'asc'): Promise<string[]> {
-  const rows: { id: string }[] = await exec(
+  const rows = await exec(
     `select id from jobs where owner_id = ? and machine_micros is not null
      order by machine_micros * ${PRICE_SQL} ${direction}, machine_micros ${direction}, id ${direction}`,
     [owner],
   );
-  return rows.map((r) => r.id);
+  return rows.map((r) => r.id as string);
 }
 
 /** Every page of a REST list, following its `Link`. */
@@ -84,7 +84,11 @@ async function allPages(token: string, first: string): Promise<{ id: string; cos
   const out: { id: string; cost: { amount: string } }[] = [];
   let next: string | undefined = first;
   while (next) {
-    const res = await t.http().get(next).set('authorization', token).expect(200);
+    const res: { body: typeof out; headers: Record<string, string> } = await t
+      .http()
+      .get(next)
+      .set('authorization', token)
+      .expect(200);
     out.push(...res.body);
     if (out.length > 1000) throw new Error(`more pages than jobs: ${first} repeats itself`);
     next = /<([^>]+)>; rel="next"/.exec(res.headers.link ?? '')?.[1];
