@@ -169,7 +169,7 @@ async function seedJobs(db: Client, o: Owner): Promise<void> {
      select md5($1::text || i)::uuid, md5($1::text || i)::uuid, md5($1::text || (i % 5))::uuid, 'user', $1::uuid,
             case when i % 100 = 0 then 'failed' else 'succeeded' end, 'local', '[]', 'c',
             (array['cpu', 'gpu', 'a100'])[1 + i % 3], 1, 60, now() - i * interval '1 second', now(),
-            case when i % 10 = 0 then 0 else (i * 7919 % 100003)::bigint * 1000 end
+            case when i % 10 = 0 then 0 else (i::bigint * 7919 % 100003) * 1000 end
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
   );

@@ -79,7 +79,7 @@ export interface JobInput {
   name: 'jobs_owner_queue_index',
   expression: `create index "jobs_owner_queue_index" on "jobs" ("owner_type", "owner_id", "priority_rank" desc, "created_at", "id") where "status" = 'queued'`,
 })
-// The jobs list by cost (JobQueries.listByCost): each machine type's ended jobs by machine time,
+// The jobs list by cost (JobQueries.costPage): each machine type's ended jobs by machine time,
 // merged across types by price (docs/governance.md, "Sorting by cost").
 @Index({
   name: 'jobs_owner_cost_index',
