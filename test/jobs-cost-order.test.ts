@@ -1,6 +1,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Migration20261127110000_job_cost_order } from '../migrations/Migration20261127110000_job_cost_order';
 import { startTestApp, type TestApp } from './helpers/app';
 
 /**
@@ -177,7 +178,7 @@ describe('GET /api/v1/jobs?sort=cost', () => {
     expect(byCost.every((j) => (j as unknown as { status: string }).status === 'succeeded')).toBe(true);
   });
 
-  it('a job ended by the ending statement (cancel) enters the cost order with its machine time', async () => {
+  it('a job ended by the ending statement (cancel) enters the cost order with its machine time, as the backfill computes it', async () => {
     const carol = await person('carol');
     await jobsOf(carol.id, [['cpu', 5]], 2);
     const [running] = await exec(`select id from jobs where owner_id = ? and status = 'running'`, [carol.id]);
@@ -204,6 +205,19 @@ describe('GET /api/v1/jobs?sort=cost', () => {
     const ids = (await allPages(carol.token, '/api/v1/jobs?sort=cost')).map((j) => j.id);
     expect(ids).toHaveLength(3);
     expect(ids[0]).toBe(running.id);
+
+    // The migration's backfill gives jobs that ended before it what the ending statement gave.
+    const orm = t.runtime.orm;
+    const migration = new Migration20261127110000_job_cost_order(orm.em.getDriver(), orm.config);
+    await migration.up();
+    const backfill = migration.getQueries().find((q) => /^update "jobs"/.test(String(q)));
+    const micros = async () =>
+      exec(`select id, machine_micros::text as m from jobs where owner_id = ? order by id`, [carol.id]);
+    const set = await micros();
+    await exec(`update jobs set machine_micros = null where owner_id = ?`, [carol.id]);
+    await exec(`${String(backfill).replace(/;$/, '')} and owner_id = ?`, [carol.id]);
+    expect(await micros()).toEqual(set);
+    expect(set.filter((r) => r.m === null)).toHaveLength(0);
   });
 
   it.each([
