@@ -309,6 +309,46 @@ describe('cancel and retry', () => {
     // Every job of the batch, retries included.
     expect((await api(alice).get(`/api/v1/batches/${id}/jobs`)).body).toHaveLength(6);
   });
+
+  it('lists an ended batch from the progress its completion kept, a retried one from its jobs', async () => {
+    const model = await programModel(t, bob, 'fail 3', { args: { n: { type: 'int', format: ':value' } } });
+    const res = await api(bob).post('/api/v1/batches', {
+      name: 'kept',
+      model_id: model,
+      inputs: { items: [{ n: 1 }, { n: 2 }] },
+    });
+    expect(res.status).toBe(201);
+    const id = res.body.id as string;
+    const em = () => t.runtime.orm.em.fork();
+    const kept = async () => (await em().findOneOrFail(Batch, { id })).finalProgress;
+    const listed = async () =>
+      ((await api(bob).get('/api/v1/batches?limit=50')).body as (RestBatch & { id: string })[]).find(
+        (b) => b.id === id,
+      )!;
+    await until(kept, (p) => p !== null);
+    const ended = await batchUntil(bob, id, (b) => b.status === 'completed');
+    expect(await listed()).toMatchObject({
+      status: 'completed',
+      counts: ended.counts,
+      run_seconds: ended.run_seconds,
+    });
+    // The list reads the kept progress, not the jobs: a change to it shows there (and only there).
+    const marked = (failed: number) =>
+      em().execute(
+        `update batches set final_progress = jsonb_set(final_progress, '{counts,failed}', ?::jsonb) where id = ?`,
+        [String(failed), id],
+      );
+    await marked(99);
+    expect((await listed()).counts.failed).toBe(99);
+    expect((await api(bob).get(`/api/v1/batches/${id}`)).body.counts.failed).toBe(2);
+    // Retried: unfinished jobs again, so the list reads them; once ended, the check keeps anew.
+    expect((await api(bob).post(`/api/v1/batches/${id}/retry`)).status).toBe(200);
+    // (0 read from its jobs; 2 if the retries have already failed and been kept: never the mark.)
+    expect((await listed()).counts.failed).not.toBe(99);
+    await batchUntil(bob, id, (b) => b.status === 'completed');
+    await until(kept, (p) => (p as { counts: { failed: number } } | null)?.counts.failed === 2);
+    expect((await listed()).counts).toMatchObject({ failed: 2, succeeded: 0 });
+  });
 });
 
 describe('dispatch order', () => {

@@ -365,6 +365,44 @@ describe('budgets', () => {
   }, 60_000);
 });
 
+describe('stored files', () => {
+  it("count in the month's spend, its thresholds and a block budget's refusal", async () => {
+    const gina = await person('gina');
+    // 2.19e16 bytes for one minute: 2.19e16 x 60 / (1e9 x 730 x 3600) = 500 GB-months x 0.02 = 10.00.
+    await t.runtime.orm.em.fork().execute(
+      `insert into media_storage (asset_id, owner_type, owner_id, bytes, live_from, live_until)
+       values (gen_random_uuid(), 'user', ?, 21900000000000000, now() - interval '2 minutes', now() - interval '1 minute')`,
+      [gina.id],
+    );
+    const usage = await t.http().get('/api/v1/billing/usage').set('authorization', gina.token);
+    expect(usage.body.storage.amount).toBe('10.00');
+    expect((await putBudget(gina.token, { monthly_limit: '15.00', action: 'block' })).status).toBe(200);
+    expect((await getBudget(gina.token)).body).toMatchObject({ spent: '10.00', committed: '0.00' });
+    // A job of at most 10.00 could pass 15.00 only with the files counted.
+    const refused = await deployRest(gina.token, await gpuModel(gina.token, 'argv'));
+    expect(refused.status).toBe(402);
+    expect(refused.body.error.details).toMatchObject({
+      spent: '10.00',
+      committed: '0.00',
+      requested: '10.00',
+    });
+    // A file live since the month began adds to the spend as time passes, and a job's end then
+    // sees the 80 % the files alone reached: 2.19e16 bytes live for 6 more seconds is 1.00 more.
+    expect((await putBudget(gina.token, { monthly_limit: '13.00', action: 'notify' })).status).toBe(200);
+    await t.runtime.orm.em.fork().execute(
+      `insert into media_storage (asset_id, owner_type, owner_id, bytes, live_from)
+       values (gen_random_uuid(), 'user', ?, 21900000000000000, now() - interval '6 seconds')`,
+      [gina.id],
+    );
+    expect(Number((await getBudget(gina.token)).body.spent)).toBeGreaterThanOrEqual(11);
+    const cheap = await programModel(t, gina.token, 'argv', { machine_type: 'cpu', timeout_seconds: 10 });
+    const run = await deployRest(gina.token, cheap);
+    expect(run.status).toBe(201);
+    await waitForJob(t, gina.token, run.body.job?.id ?? (await firstJob(gina.token)));
+    expect(await countOf('budget_notices', 'owner_id = ? and threshold = 80', [gina.id])).toBe(1);
+  }, 60_000);
+});
+
 describe('the spend rollup', () => {
   it("answers a year's usage equal to the live sum to the cent, over many jobs", async () => {
     const erin = await person('erin');
@@ -422,6 +460,52 @@ describe('the spend rollup', () => {
       const ma = await t.runtime.services.billing.models(a);
       const mb = await live.models(b);
       expect(ma).toEqual(mb);
+    }
+  }, 120_000);
+
+  it('answers storage equal to the live sum of the ledger, as files come, grow and go', async () => {
+    const fred = await person('fred');
+    const em = t.runtime.orm.em.fork();
+    // 5,000 spans over 2025: some open since before the year, the rest opened through it; then
+    // (each statement of its own, as uploads and deletions are) some resized, some removed and
+    // some ledger rows deleted outright.
+    await em.execute(
+      `insert into media_storage (asset_id, owner_type, owner_id, bytes, live_from)
+       select gen_random_uuid(), 'user', ?, 1 + (i * 7919) % 5000000,
+         '2025-01-01'::timestamptz + (i * 6307.123457 - 500000) * interval '1 second'
+       from generate_series(1, 5000) i`,
+      [fred.id],
+    );
+    await em.execute(
+      `update media_storage set live_until = live_from + (i % 97) * interval '7 hours 13 minutes 0.5 seconds'
+       from (select id, row_number() over (order by id) i from media_storage where owner_id = ?) r
+       where r.id = media_storage.id and r.i % 3 = 0`,
+      [fred.id],
+    );
+    await em.execute(
+      `insert into media_storage (asset_id, owner_type, owner_id, bytes, live_from)
+       select asset_id, owner_type, owner_id, bytes * 2, live_until from media_storage
+       where owner_id = ? and live_until is not null and id % 2 = 0`,
+      [fred.id],
+    );
+    await em.execute(`delete from media_storage where owner_id = ? and id % 11 = 0`, [fred.id]);
+    expect(await countOf('storage_open', 'owner_id = ?', [fred.id])).toBeLessThan(400);
+    const acting = actingAs({ type: 'user', id: fred.id });
+    const live = new BillingService(t.runtime.orm, t.config.prices, false);
+    for (const [from, to, granularity] of [
+      ['2025-01-01', '2025-12-31', 'month'],
+      ['2025-03-01', '2025-03-31', 'day'],
+      ['2024-12-20', '2026-01-10', 'day'],
+    ] as const) {
+      const a = await t.runtime.services.billing.usage(acting, { from, to, granularity });
+      const b = await live.usage(acting, { from, to, granularity });
+      expect(a.storage.byteMicros).toBeGreaterThan(0n);
+      expect(a.storage).toEqual(b.storage);
+      const sa = await t.runtime.services.billing.series(a);
+      const sb = await live.series(b);
+      expect(sa.map((x) => [x.storageByteMicros, x.storageAmount])).toEqual(
+        sb.map((x) => [x.storageByteMicros, x.storageAmount]),
+      );
     }
   }, 120_000);
 });

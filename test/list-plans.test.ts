@@ -644,3 +644,54 @@ describe('jobs by cost at 100,000 rows', () => {
         expect(examined(scan)).toBeLessThanOrEqual(TYPES.length * 201);
   });
 });
+
+describe('batches at 100,000 jobs', () => {
+  it('GET /api/v1/batches reads no job of an ended batch, and only the jobs of running ones', async () => {
+    const auth = `Bearer ${await t.tokenFor('many-batches')}`;
+    const owner = await userOwner(auth);
+    // 60 batches of 1,650 jobs each (99,000): the two newest still running (one job of each
+    // queued), the rest ended with the progress their completion check kept.
+    await pg.query(
+      `with b as (
+         insert into batches (id, owner_type, owner_id, name, model_id, args, inputs, status, total, created_at,
+                              completion_sent_at, final_progress)
+         select gen_random_uuid(), 'user', $1::uuid, 'b' || i, gen_random_uuid(), '{}', '{"items": 1650}', 'running', 1650,
+                timestamptz '2025-01-01' + i * interval '1 hour',
+                case when i <= 58 then now() end,
+                case when i <= 58 then jsonb_build_object('counts', jsonb_build_object('queued', 0, 'starting', 0,
+                  'running', 0, 'succeeded', 1650, 'failed', 0, 'canceled', 0), 'live', 0, 'startedAt', null,
+                  'finishedAt', null, 'runSeconds', 1650) end
+         from generate_series(1, 60) i returning id, created_at, final_progress),
+       d as (
+         insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+         select b.id, 'user', $1::uuid, 'd', gen_random_uuid(), '{}', gen_random_uuid(), b.created_at from b
+         returning id)
+       insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                         machine_type, machine_count, timeout_seconds, created_at, updated_at, batch_id, batch_item)
+       select gen_random_uuid(), b.id, gen_random_uuid(), 'user', $1::uuid,
+              case when b.final_progress is null and k = 0 then 'queued' else 'succeeded' end, 'local', '[]', 'c', 'cpu',
+              1, 60, b.created_at, b.created_at, b.id, k
+       from b, generate_series(0, 1649) k where (select count(*) from d) > 0`,
+      [owner],
+    );
+    await pg.query('analyze batches; analyze jobs');
+    const plans = await plansOf('jobs', () =>
+      t
+        .http()
+        .get('/api/v1/batches?limit=50')
+        .set('authorization', auth)
+        .then((res) => {
+          expect(res.status).toBe(200);
+          expect(res.body).toHaveLength(50);
+          expect(res.body.slice(0, 2).map((b: { counts: { queued: number } }) => b.counts.queued)).toEqual([
+            1, 1,
+          ]);
+          expect(res.body.slice(2).every((b: { status: string }) => b.status === 'completed')).toBe(true);
+        }),
+    );
+    const jobScans = plans.flat().filter((n) => n['Relation Name'] === 'jobs');
+    expect(jobScans.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    // Each running batch's jobs (and a probe per retry), never the 48 ended ones'.
+    expect(jobScans.reduce((sum, n) => sum + examined(n), 0)).toBeLessThanOrEqual(2 * 1650 * 2 + 48);
+  });
+});

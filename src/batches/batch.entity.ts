@@ -68,4 +68,11 @@ export class Batch {
   /** When its end was first seen and its `completed` message written (once: batch.webhook.ts). */
   @Property({ type: 'datetime', nullable: true })
   completionSentAt: Date | null = null;
+
+  /**
+   * Its progress as the completion check last found it ended (BatchProgress, times as ISO text):
+   * lists read it instead of the batch's jobs while none of them is unfinished (batch.store.ts).
+   */
+  @Property({ type: 'json', nullable: true })
+  finalProgress: Record<string, unknown> | null = null;
 }

@@ -180,7 +180,7 @@ export class BatchService {
 
   async list(principal: Principal, args: PageArgs): Promise<Page<BatchView>> {
     const page = await this.store.page(ownerOf(principal), args);
-    const progress = await this.store.progressOf(page.items.map((b) => b.id));
+    const progress = await this.store.progressOfPage(page.items);
     return { ...page, items: page.items.map((b) => viewOf(b, progress.get(b.id)!)) };
   }
 

@@ -118,6 +118,30 @@ export class BatchStore {
   }
 
   /**
+   * The progress of a page of batches. An ended batch's is the one its completion check kept
+   * (`final_progress`) while none of its jobs is unfinished (three probes of
+   * `jobs_batch_status_index` per batch), so a page of ended batches reads no job rows; the
+   * others' is read from their jobs.
+   */
+  async progressOfPage(batches: readonly Batch[]): Promise<Map<string, BatchProgress>> {
+    const kept = batches.filter((b) => b.finalProgress);
+    const reopened = new Set<string>();
+    if (kept.length) {
+      const rows: { id: string }[] = await this.orm.em.fork().execute(
+        `select u.id from unnest(?::uuid[]) u(id)
+         where exists (select 1 from jobs j where j.batch_id = u.id and j.status in ('queued', 'starting', 'running'))`,
+        [`{${kept.map((b) => b.id).join(',')}}`],
+      );
+      for (const r of rows) reopened.add(r.id);
+    }
+    const found = await this.progressOf(
+      batches.filter((b) => !b.finalProgress || reopened.has(b.id)).map((b) => b.id),
+    );
+    for (const b of kept) if (!reopened.has(b.id)) found.set(b.id, keptProgress(b.finalProgress!));
+    return found;
+  }
+
+  /**
    * The progress of batches, in one statement whatever their number: counts by state of each
    * item's latest job (a job some later job of the batch retries is not counted), and over all
    * attempts the jobs not ended, the first start, the last end and the run time.
@@ -161,4 +185,14 @@ export class BatchStore {
         });
     return found;
   }
+}
+
+/** A progress kept as JSON (BatchCompletion.check) as it was read. */
+function keptProgress(json: Record<string, unknown>): BatchProgress {
+  const p = json as unknown as BatchProgress & { startedAt: string | null; finishedAt: string | null };
+  return {
+    ...p,
+    startedAt: p.startedAt === null ? null : new Date(p.startedAt),
+    finishedAt: p.finishedAt === null ? null : new Date(p.finishedAt),
+  };
 }

@@ -81,29 +81,34 @@ export class BatchCompletion {
   }
 
   /**
-   * Writes the batch's message if every job of it has ended and none was written: answers
+   * When every job of the batch has ended: keeps its progress for lists (`final_progress`, each
+   * time: a retry that ended since changes it) and, the first time, writes its message. Answers
    * whether this call wrote it (or marked it, when the batch has no webhook for `completed`).
    */
   async check(batchId: string): Promise<boolean> {
     const batch = await this.store.byId(batchId);
-    if (!batch || batch.completionSentAt) return false;
-    const view = viewOf(batch, await this.batches.counts(batchId));
+    if (!batch) return false;
+    const progress = await this.batches.counts(batchId);
+    const view = viewOf(batch, progress);
     if (view.status === 'running') return false;
+    // `first` locks the row: of two checks at once, the second sees the first's mark.
     const [row] = await this.orm.em.fork().execute(
-      `with b as (update batches set completion_sent_at = now()
-                  where id = ? and completion_sent_at is null
-                    and not exists (select 1 from jobs where batch_id = ? and status in ('queued', 'starting', 'running'))
-                  returning *),
+      `with first as (select completion_sent_at is null as first from batches where id = ? for update),
+       b as (update batches set completion_sent_at = coalesce(completion_sent_at, now()), final_progress = ?::jsonb
+             where id = ?
+               and not exists (select 1 from jobs where batch_id = ? and status in ('queued', 'starting', 'running'))
+             returning *),
+       marked as (select b.* from b where (select first from first)),
        msg as (insert into webhook_deliveries (id, job_id, batch_id, owner_type, owner_id, event, url, status, attempts,
                                                body, created_at)
-               select 'msg_' || replace(gen_random_uuid()::text, '-', ''), null, b.id, b.owner_type, b.owner_id,
-                      'completed', b.webhook, 'pending', 0, ?, clock_timestamp()
-               from b where b.webhook is not null and 'completed' = any(b.webhook_events_filter)
+               select 'msg_' || replace(gen_random_uuid()::text, '-', ''), null, m.id, m.owner_type, m.owner_id,
+                      'completed', m.webhook, 'pending', 0, ?, clock_timestamp()
+               from marked m where m.webhook is not null and 'completed' = any(m.webhook_events_filter)
                returning id),
        go as (select graphile_worker.add_job(?, json_build_object('deliveryId', id, 'attempt', 1),
                        job_key => ${deliveryKeySql('id')}, max_attempts => 25) from msg)
-       select (select count(*) from b)::int as marked, (select count(*) from go)::int as messages`,
-      [batchId, batchId, JSON.stringify(batchSummary(view)), DELIVER_TASK],
+       select (select count(*) from marked)::int as marked, (select count(*) from go)::int as messages`,
+      [batchId, JSON.stringify(progress), batchId, batchId, JSON.stringify(batchSummary(view)), DELIVER_TASK],
     );
     if (row.marked) this.log.info({ batchId, messages: row.messages, status: view.status }, 'batch ended');
     return row.marked > 0;

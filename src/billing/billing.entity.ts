@@ -79,6 +79,52 @@ export class SpendDay {
   jobs!: number;
 }
 
+/**
+ * The storage rollup, for spans of the ledger that have ended: their byte-seconds per owner and
+ * UTC day. Written only by the `media_storage_rollup_*` triggers on `media_storage` (migration
+ * `storage_rollup`), so a period's storage reads a row per day, not a row per file.
+ */
+@Entity({ tableName: 'storage_daily' })
+export class StorageDay {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  @PrimaryKey({ type: 'date' })
+  day!: string;
+
+  /** Exact: bytes times PostgreSQL's interval seconds (6 decimals), summed. */
+  @Property({ type: 'decimal', default: 0 })
+  byteSeconds!: string;
+}
+
+/**
+ * The ledger's open spans (files live now) per owner and UTC day they opened: their bytes, and
+ * their bytes times the seconds from that day's start to each span's start. With these a
+ * period's storage so far is a sum over days (docs/governance.md, "Storage"). Kept by the same
+ * triggers; a span that ends moves from here to `storage_daily`.
+ */
+@Entity({ tableName: 'storage_open' })
+export class StorageOpenDay {
+  @PrimaryKey({ type: 'text' })
+  ownerType!: OwnerType;
+
+  @PrimaryKey({ type: 'uuid' })
+  ownerId!: string;
+
+  @PrimaryKey({ type: 'date' })
+  day!: string;
+
+  @Property({ type: 'decimal', default: 0 })
+  bytes!: string;
+
+  /** Sum of bytes x seconds from the day's start to each span's `live_from`. */
+  @Property({ type: 'decimal', default: 0 })
+  byteSecondsIn!: string;
+}
+
 /** An owner's monthly budget (docs/governance.md). */
 @Entity({ tableName: 'budgets' })
 @Check({ name: 'budgets_monthly_limit_check', expression: '"monthly_limit" > 0' })

@@ -12,6 +12,7 @@ import {
   runningIntervals,
   spanSums,
   storageIntervals,
+  storageRollupSums,
   type SpanSumRow,
   type GroupKey,
   type Window,
@@ -85,7 +86,7 @@ export class BillingService {
   constructor(
     private readonly orm: MikroORM,
     private readonly prices: PriceList,
-    /** Read ended jobs from the `spend_daily` rollup where the period is whole UTC days (false: sum the jobs). */
+    /** Read ended jobs and storage from their rollups where the period is whole UTC days (false: sum the rows). */
     private readonly rollup = true,
   ) {}
 
@@ -222,11 +223,22 @@ export class BillingService {
     if (!starts.length) return [];
     const jobs = what === 'jobs';
     const stop = buckets[buckets.length - 1].end;
-    // Ended jobs from the rollup (its days are whole UTC days), running ones from their rows.
-    const fromRollup = jobs && this.rollup && isMidnight(w.start) && isMidnight(stop);
-    const intervals = !jobs ? storageIntervals(w) : fromRollup ? runningIntervals(w) : jobIntervals(w);
-    const statements = [spanSums(intervals, w, starts, keys, jobs)];
-    if (fromRollup) statements.push(rollupSums(w.owner, w.start, stop, starts, keys));
+    // Ended jobs and storage from their rollups (their days are whole UTC days), running jobs
+    // from their rows.
+    const fromRollup = this.rollup && isMidnight(w.start) && isMidnight(stop);
+    const statements =
+      !jobs && fromRollup
+        ? [storageRollupSums(w, stop, starts)]
+        : [
+            spanSums(
+              !jobs ? storageIntervals(w) : fromRollup ? runningIntervals(w) : jobIntervals(w),
+              w,
+              starts,
+              keys,
+              jobs,
+            ),
+          ];
+    if (jobs && fromRollup) statements.push(rollupSums(w.owner, w.start, stop, starts, keys));
     const rows = (
       await Promise.all(
         statements.map(({ text, values }): Promise<SpanSumRow[]> =>

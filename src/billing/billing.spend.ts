@@ -1,5 +1,7 @@
 import { raw, sql, type Sql, type StatementPart } from '../db/sql';
+import { formatDecimal } from '../common/decimal';
 import { machinePricesJson, type PriceList } from '../common/price-list';
+import { GB_MONTH } from './billing.meter';
 import { DELIVER_TASK, deliveryKeySql } from '../webhooks/webhook.sql';
 
 /** The worker task that mails a team's owners (or a user) that a budget threshold was crossed. */
@@ -30,6 +32,23 @@ export const PERIOD_START_SQL = raw(`date_trunc('month', now() at time zone 'UTC
 export const PERIOD_STOP_SQL = raw(
   `(date_trunc('month', now() at time zone 'UTC') + interval '1 month')::date`,
 );
+
+/**
+ * The month's storage so far of the owner `ownerType`/`ownerId` (SQL expressions), priced, as SQL
+ * numeric: the ended spans' days of the month in `storage_daily`, and each day's open spans in
+ * `storage_open` from their start (or the month's) to now(). Rows per day, not per file.
+ */
+export function storageSpentSql(prices: PriceList, ownerType: Sql, ownerId: Sql): Sql {
+  const start = raw(`(${PERIOD_START_SQL.compile().text})::timestamp at time zone 'UTC'`);
+  const at = raw(`(o.day::timestamp at time zone 'UTC')`);
+  return sql`((coalesce((select sum(x.byte_seconds) from storage_daily x
+       where x.owner_type = ${ownerType} and x.owner_id = ${ownerId}
+         and x.day >= ${PERIOD_START_SQL} and x.day < ${PERIOD_STOP_SQL}), 0)
+     + coalesce((select sum(case when ${at} < ${start} then o.bytes * extract(epoch from now() - ${start})
+                   else o.bytes * extract(epoch from now() - ${at}) - o.byte_seconds_in end)
+         from storage_open o where o.owner_type = ${ownerType} and o.owner_id = ${ownerId} and o.bytes <> 0), 0))
+    * ${formatDecimal(prices.perGbMonth)}::numeric / ${GB_MONTH.toString()}::numeric)`;
+}
 
 /**
  * The part of the statement that ends jobs (JobStatementParts.ended): each job's machine-seconds
@@ -81,7 +100,8 @@ export function spendPart(prices: PriceList, opts: { mail: boolean }) {
                                  = (x.owner_type, x.owner_id, x.day, x.machine_type, x.model_id))), 0)
           + coalesce((select sum(u.machine_seconds * ${priceSql(prices, 'u')}) from spend_up u
              where u.owner_type = b.owner_type and u.owner_id = b.owner_id
-               and u.day >= ${PERIOD_START_SQL} and u.day < ${PERIOD_STOP_SQL}), 0) as spent
+               and u.day >= ${PERIOD_START_SQL} and u.day < ${PERIOD_STOP_SQL}), 0)
+          + ${storageSpentSql(prices, raw('b.owner_type'), raw('b.owner_id'))} as spent
         from budgets b where (b.owner_type, b.owner_id) in (select owner_type, owner_id from spend_new)`,
       },
       {

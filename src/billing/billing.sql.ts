@@ -193,3 +193,31 @@ export function rollupSums(
     ${groupBy(['bucket'])}
     union all ${spanning}`;
 }
+
+/**
+ * Storage from its rollup as `spanSums` rows (`[start, stop)` whole UTC days, buckets whole days
+ * or months): the ended spans' byte-seconds of each day in its bucket, and the open spans of
+ * each day they opened on (one row for those opened before the window) from their start to
+ * `asOf`. Rows per day, whatever the number of files.
+ */
+export function storageRollupSums(w: Window, stop: Date, bucketStarts: Date[]): Statement {
+  const { owner } = w;
+  const s = sql`${w.start.toISOString()}::timestamptz`;
+  const e = sql`${w.asOf.toISOString()}::timestamptz`;
+  const bounds = sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
+  const at = raw(`(day::timestamp at time zone 'UTC')`);
+  return sql`
+    select width_bucket(${at}, ${bounds}) as first, width_bucket(${at}, ${bounds}) as last, 0 as count,
+      '0' as weight, '0' as from_start, byte_seconds::text as to_end
+    from storage_daily
+    where owner_type = ${owner.type} and owner_id = ${owner.id}
+      and day >= ${w.start.toISOString().slice(0, 10)}::date and day < ${stop.toISOString().slice(0, 10)}::date
+    union all
+    select first, width_bucket(${e}, ${bounds}) as last, 0 as count, sum(bytes)::text as weight,
+      sum(from_start)::text as from_start, (sum(bytes) * extract(epoch from ${e} - ${s}))::text as to_end
+    from (select case when ${at} < ${s} then 1 else width_bucket(${at}, ${bounds}) end as first, bytes,
+            case when ${at} < ${s} then 0 else byte_seconds_in + bytes * extract(epoch from ${at} - ${s}) end as from_start
+          from storage_open
+          where owner_type = ${owner.type} and owner_id = ${owner.id} and ${at} < ${e} and bytes <> 0) o
+    group by first`;
+}

@@ -6,7 +6,7 @@ import { formatDecimal, MAX_PRICE_DECIMALS } from '../common/decimal';
 import { raw, sql } from '../db/sql';
 import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
-import { PERIOD_START_SQL, PERIOD_STOP_SQL, priceSql } from './billing.spend';
+import { PERIOD_START_SQL, PERIOD_STOP_SQL, priceSql, storageSpentSql } from './billing.spend';
 
 export type BudgetAction = 'block' | 'notify';
 
@@ -15,7 +15,7 @@ export interface BudgetView {
   /** Null: no budget set. */
   monthlyLimit: string | null;
   currency: string;
-  /** Ended jobs' cost this month, plus what running jobs cost so far. */
+  /** Ended jobs' cost this month, plus what running jobs and stored files cost so far. */
   spent: string;
   /** What unfinished jobs may still cost at most (their timeouts). */
   committed: string;
@@ -168,6 +168,7 @@ export class BudgetService {
         select coalesce((select sum(x.machine_seconds * ${priceSql(this.prices, 'x')}) from spend_daily x
                   where x.owner_type = ${owner.type} and x.owner_id = ${owner.id}
                     and x.day >= ${PERIOD_START_SQL} and x.day < ${PERIOD_STOP_SQL}), 0)
+             + ${storageSpentSql(this.prices, sql`${owner.type}`, sql`${owner.id}`)}
              + coalesce(sum(case when j.started_at is null then 0 else j.machine_count
                  * extract(epoch from greatest(now() - greatest(j.started_at, ${start}), interval '0')) end
                  * ${priceSql(this.prices, 'j')}), 0) as spent,

@@ -12,7 +12,14 @@ import { Deployment } from '../jobs/deployment.entity';
 import { Job, JobLogBatch, JobTransition, OwnerUsage, WorkerInstance } from '../jobs/job.entity';
 import { OwnerQuota } from '../quotas/quota.entity';
 import { MediaAsset, MediaTag } from '../media/media.entity';
-import { Budget, BudgetNotice, MediaStorageInterval, SpendDay } from '../billing/billing.entity';
+import {
+  Budget,
+  BudgetNotice,
+  MediaStorageInterval,
+  SpendDay,
+  StorageDay,
+  StorageOpenDay,
+} from '../billing/billing.entity';
 import { WebhookAttempt, WebhookDelivery, WebhookSecret } from '../webhooks/webhook.entity';
 import { IdempotencyKey } from '../idempotency/idempotency.entity';
 import { RateLimitCounter } from '../rate-limits/rate-limit.entity';
@@ -50,6 +57,8 @@ export const entities = [
   Matterbridge,
   MediaStorageInterval,
   SpendDay,
+  StorageDay,
+  StorageOpenDay,
   Budget,
   BudgetNotice,
   RateLimitCounter,
