@@ -94,6 +94,14 @@ const SHAPES: Shape[] = [
     kind: 'jobs',
     request: (o) => ({ path: `/api/v1/jobs?limit=50&model_id=${o.model}` }),
   },
+  // Three machine types of two prices (docs/governance.md, "Sorting by cost"); cheapest first
+  // starts among the 1 in 10 that never ran (cost 0 in every type).
+  { name: 'jobs sort=cost', kind: 'jobs', request: () => ({ path: '/api/v1/jobs?limit=50&sort=cost' }) },
+  {
+    name: 'jobs sort=cost_asc',
+    kind: 'jobs',
+    request: () => ({ path: '/api/v1/jobs?limit=50&sort=cost_asc' }),
+  },
   { name: 'deployments', kind: 'jobs', request: () => ({ path: '/api/v1/deployments?limit=50' }) },
   {
     name: "a batch's jobs (10,000)",
@@ -196,10 +204,13 @@ async function seedJobs(db: Client, o: Owner): Promise<void> {
   );
   await db.query(
     `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
-                       machine_type, machine_count, timeout_seconds, created_at, updated_at, batch_id, batch_item)
+                       machine_type, machine_count, timeout_seconds, created_at, updated_at, machine_micros,
+                       batch_id, batch_item)
      select md5($1::text || i)::uuid, md5($1::text || i)::uuid, md5($1::text || (i % 5))::uuid, 'user', $1::uuid,
-            case when i % 100 = 0 then 'failed' else 'succeeded' end, 'local', '[]', 'c', 'cpu', 1, 60,
-            now() - i * interval '1 second', now(), md5($1::text || 'b' || ((i - 1) / 10000))::uuid, (i - 1) % 10000
+            case when i % 100 = 0 then 'failed' else 'succeeded' end, 'local', '[]', 'c',
+            (array['cpu', 'gpu', 'a100'])[1 + i % 3], 1, 60, now() - i * interval '1 second', now(),
+            case when i % 10 = 0 then 0 else (i::bigint * 7919 % 100003) * 1000 end,
+            md5($1::text || 'b' || ((i - 1) / 10000))::uuid, (i - 1) % 10000
      from generate_series(1, $2::int) i`,
     [o.id, o.rows],
   );

@@ -28,6 +28,7 @@ import { Migration20261127050000_job_versions_secrets } from './Migration2026112
 import { Migration20261127060000_job_list_indexes } from './Migration20261127060000_job_list_indexes';
 import { Migration20261127060100_media_tags } from './Migration20261127060100_media_tags';
 import { Migration20261127070000_batch_live } from './Migration20261127070000_batch_live';
+import { Migration20261127110000_job_cost_order } from './Migration20261127110000_job_cost_order';
 import { Migration20261127120000_storage_rollup } from './Migration20261127120000_storage_rollup';
 import { Migration20261127120100_batch_final_progress } from './Migration20261127120100_batch_final_progress';
 import { Migration20261127120200_jobs_batch_created_at } from './Migration20261127120200_jobs_batch_created_at';
@@ -62,6 +63,7 @@ export const migrationsList = [
   { name: 'Migration20261127060000_job_list_indexes', class: Migration20261127060000_job_list_indexes },
   { name: 'Migration20261127060100_media_tags', class: Migration20261127060100_media_tags },
   { name: 'Migration20261127070000_batch_live', class: Migration20261127070000_batch_live },
+  { name: 'Migration20261127110000_job_cost_order', class: Migration20261127110000_job_cost_order },
   { name: 'Migration20261127120000_storage_rollup', class: Migration20261127120000_storage_rollup },
   { name: 'Migration20261127120100_batch_final_progress', class: Migration20261127120100_batch_final_progress },
   { name: 'Migration20261127120200_jobs_batch_created_at', class: Migration20261127120200_jobs_batch_created_at },

@@ -548,6 +548,103 @@ describe('jobs and deployments at 100,000 rows', () => {
   });
 });
 
+describe('jobs by cost at 100,000 rows', () => {
+  let auth: string;
+  let owner: string;
+  /** The owner's machine types (default prices: cpu 0.00002, gpu and the rest 0.0008 a second). */
+  const TYPES = ['cpu', 'gpu', 'tpu', 'a100'];
+  const deployment = '00000000-0000-4000-8000-0000000c0570';
+
+  beforeAll(async () => {
+    auth = `Bearer ${await t.tokenFor('costly-jobs')}`;
+    owner = await userOwner(auth);
+    await pg.query(
+      `insert into deployments (id, owner_type, owner_id, name, model_id, args, target_asset_id, created_at)
+       values ($2, 'user', $1, 'costly', md5('costly')::uuid, '{}', gen_random_uuid(), now())`,
+      [owner, deployment],
+    );
+    // The owner's ended jobs over 4 machine types, 1 in 10 never ran (cost 0: a tie across types),
+    // and 1,000 not ended; as many ended jobs of 9 other owners, costing more.
+    await pg.query(
+      `insert into jobs (id, deployment_id, model_id, owner_type, owner_id, status, executor, argv, container,
+                         machine_type, machine_count, timeout_seconds, created_at, updated_at, machine_micros)
+       select gen_random_uuid(), $3, md5('costly')::uuid, 'user',
+              case when i <= $2 then $1::uuid else md5((i % 9)::text)::uuid end,
+              case when i % 100 = 1 and i <= $2 then 'queued' else 'succeeded' end, 'local', '[]', 'c',
+              ($4::text[])[1 + i % 4], 1, 60, timestamptz '2025-01-01' + i * interval '1 second', now(),
+              case when i % 100 = 1 and i <= $2 then null
+                   when i % 10 = 0 then 0
+                   else (i * 7919 % 100003)::bigint * 1000 * (case when i <= $2 then 1 else 7 end) end
+       from generate_series(1, $2 * 2) i`,
+      [owner, ROWS, deployment, TYPES],
+    );
+    await pg.query('analyze jobs');
+  }, 120_000);
+
+  /** The owner's ended jobs in the cost order, by a plain sort of all of them (the reference). */
+  async function sorted(direction: 'desc' | 'asc', count: number): Promise<string[]> {
+    const { rows } = await pg.query(
+      `select id from jobs where owner_type = 'user' and owner_id = $1 and machine_micros is not null
+       order by machine_micros * case machine_type when 'cpu' then 0.00002 else 0.0008 end ${direction},
+                machine_micros ${direction}, id ${direction}
+       limit $2`,
+      [owner, count],
+    );
+    return rows.map((r) => r.id as string);
+  }
+
+  const next = (link: string | undefined) => /<([^>]+)>; rel="next"/.exec(link ?? '')?.[1];
+
+  it.each([['cost'], ['cost_asc']])(
+    'GET /api/v1/jobs?sort=%s merges one index read per machine type: pages in order, each bounded',
+    async (sort) => {
+      const ids: string[] = [];
+      let path: string | undefined = `/api/v1/jobs?sort=${sort}&limit=50`;
+      for (let page = 0; page < 4; page++) {
+        const plans = await plansOf('jobs', async () => {
+          const res = await t.http().get(path!).set('authorization', auth).expect(200);
+          expect(res.body).toHaveLength(50);
+          ids.push(...res.body.map((j: { id: string }) => j.id));
+          path = next(res.headers.link);
+        });
+        expectBounded(plans, 'jobs', 'jobs_owner_cost_index');
+        for (const plan of plans) {
+          const scans = plan.filter((n) => n['Relation Name'] === 'jobs');
+          // Each type's read stops after a page and one (its rows are in cost order); the skip
+          // scan takes one step per type.
+          expect(scans.map((n) => n['Index Name'])).toEqual(scans.map(() => 'jobs_owner_cost_index'));
+          for (const scan of scans) expect(examined(scan)).toBeLessThanOrEqual(TYPES.length * 51);
+        }
+      }
+      expect(ids).toEqual(await sorted(sort === 'cost' ? 'desc' : 'asc', 200));
+    },
+  );
+
+  it("a cursor among the jobs that never ran (cost 0 in every type) goes on within each type's index", async () => {
+    // Ascending, the first 10,000 jobs all cost 0: ties across types, ordered by machine time and id.
+    const expected = await sorted('asc', 3200);
+    const first = await t
+      .http()
+      .get('/api/v1/jobs?sort=cost_asc&limit=200')
+      .set('authorization', auth)
+      .expect(200);
+    expect(first.body.map((j: { id: string }) => j.id)).toEqual(expected.slice(0, 200));
+    let path = next(first.headers.link);
+    for (let i = 1; i < 15; i++)
+      path = next((await t.http().get(path!).set('authorization', auth).expect(200)).headers.link);
+    // The 16th page: jobs 3,001 to 3,200, all of cost 0.
+    const plans = await plansOf('jobs', async () => {
+      const res = await t.http().get(path!).set('authorization', auth).expect(200);
+      expect(res.body.map((j: { id: string }) => j.id)).toEqual(expected.slice(3000, 3200));
+      expect(res.body.every((j: { cost: { amount: string } }) => Number(j.cost.amount) === 0)).toBe(true);
+    });
+    expectBounded(plans, 'jobs', 'jobs_owner_cost_index');
+    for (const plan of plans)
+      for (const scan of plan.filter((n) => n['Relation Name'] === 'jobs'))
+        expect(examined(scan)).toBeLessThanOrEqual(TYPES.length * 201);
+  });
+});
+
 describe('batches at 100,000 jobs', () => {
   let auth: string;
 

@@ -8,6 +8,7 @@ import {
   ListDeploymentsDocument,
   ListJobsDocument,
   RetryJobDocument,
+  type JobOrder,
   type JobStatus,
   type Priority,
   type WebhookEvent,
@@ -20,6 +21,7 @@ import { route } from '../route';
 import { MAX_WAIT_SECONDS } from '../../src/jobs/job.wait';
 import { WEBHOOK_EVENTS } from '../../src/jobs/job.webhook-events';
 import { PRIORITIES } from '../../src/jobs/deployment.entity';
+import { JOB_ORDERS } from '../../src/jobs/job.service';
 import {
   anything,
   arrayOf,
@@ -215,6 +217,13 @@ function jobFilter(req: Request) {
   };
 }
 
+function jobOrder(req: Request): JobOrder | undefined {
+  const sort = queryString(req, 'sort') || undefined;
+  if (sort !== undefined && !(JOB_ORDERS as readonly string[]).includes(sort))
+    throw AppError.validation({ sort: `must be one of ${JOB_ORDERS.join(', ')}` });
+  return sort?.toUpperCase() as JobOrder | undefined;
+}
+
 /** Deployments and jobs: `/api/v1/deployments`, `/api/v1/jobs`. */
 export const jobRoutes = [
   route({
@@ -324,10 +333,15 @@ export const jobRoutes = [
     query: {
       status: { description: 'only jobs in this state', schema: enumOf(STATUSES) },
       model_id: { description: 'only jobs of this model', schema: uuid },
+      sort: {
+        description:
+          '`created_at` (default): newest first. `cost`: most expensive first; `cost_asc`: cheapest first. By cost, only ended jobs are listed (their cost is final), with the current price list; it takes no `status` or `model_id` (docs/governance.md)',
+        schema: enumOf(JOB_ORDERS),
+      },
     },
     response: arrayOf(jobSchema),
     document: ListJobsDocument,
-    variables: (req) => ({ ...pageVariables(req), filter: jobFilter(req) }),
+    variables: (req) => ({ ...pageVariables(req), filter: jobFilter(req), orderBy: jobOrder(req) }),
     respond: ({ jobs }, req) => listResponse(req, jobs, jobJson),
   }),
   route({

@@ -38,7 +38,7 @@ export interface SqlSource {
 }
 
 /** The lookups as SQL: `join lateral (select * from t x where ... limit 1) x on true`. */
-const lookupsSql = (lookups: SqlLookup[]) =>
+export const lookupsSql = (lookups: SqlLookup[]) =>
   lookups
     .map(
       (l) =>

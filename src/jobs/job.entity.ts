@@ -85,6 +85,12 @@ export interface JobInput {
   name: 'jobs_owner_queue_index',
   expression: `create index "jobs_owner_queue_index" on "jobs" ("owner_type", "owner_id", "priority_rank" desc, "created_at", "id") where "status" = 'queued'`,
 })
+// The jobs list by cost (JobQueries.costPage): each machine type's ended jobs by machine time,
+// merged across types by price (docs/governance.md, "Sorting by cost").
+@Index({
+  name: 'jobs_owner_cost_index',
+  expression: `create index "jobs_owner_cost_index" on "jobs" ("owner_type", "owner_id", "machine_type", "machine_micros" desc, "id" desc) where "machine_micros" is not null`,
+})
 export class Job {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -213,6 +219,13 @@ export class Job {
   /** From start to end; what compute is billed on. */
   @Property({ type: 'double', nullable: true })
   runSeconds: number | null = null;
+
+  /**
+   * Once ended: machine_count x run time in microseconds (0 if it never ran), exact as billing's
+   * sums; its cost is this times the machine type's price. Set by the statement that ends it.
+   */
+  @Property({ type: 'bigint', nullable: true })
+  machineMicros: string | null = null;
 
   @Property({ type: 'json', nullable: true })
   output: JobOutput | null = null;

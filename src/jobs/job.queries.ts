@@ -1,15 +1,26 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Owner } from '../common/principal';
-import type { Page, PageArgs } from '../common/pagination';
-import { prefixedColumns, readByIds, rowReader } from '../db/rows';
-import { sqlPage, type SqlCondition, type SqlLookup } from '../db/sql-page';
+import { AppError } from '../common/errors';
+import { isUuid } from '../common/ids';
+import { LIST_TIMEOUT_MS, pageSize, type Page, type PageArgs } from '../common/pagination';
+import { prefixedColumns, queryRows, readByIds, rowReader } from '../db/rows';
+import { lookupsSql, sqlPage, type SqlCondition, type SqlLookup } from '../db/sql-page';
 import { Model } from '../models/model.entity';
 import { Deployment } from './deployment.entity';
 import { Job, JobTransition } from './job.entity';
 import type { JobStatus } from './job.states';
 
-/** A job of a list, with its model when the list was asked for it. */
-export type JobRow = Job & { model?: Model | null };
+/** A job of a list, with its model when the list was asked for it, and its cursor in a cost order. */
+export type JobRow = Job & { model?: Model | null; cursor?: string };
+
+/**
+ * The jobs list by cost: ended jobs only (their cost is final), most expensive first (`desc`) or
+ * cheapest first, priced with `prices` (machinePricesJson: the price list as jsonb).
+ */
+export interface JobCostOrder {
+  direction: 'desc' | 'asc';
+  prices: string;
+}
 
 /** Which entity properties a list reads (see JobQueries.list). */
 export interface JobListRead {
@@ -35,7 +46,13 @@ export class JobQueries {
    * job and of the deployment and model to join (null: all of them; a nested one left out: not
    * joined); the properties of columns not read are left undefined.
    */
-  async list(owner: Owner, filter: JobListFilter, args: PageArgs, read: JobListRead): Promise<Page<JobRow>> {
+  async list(
+    owner: Owner,
+    filter: JobListFilter,
+    args: PageArgs,
+    read: JobListRead,
+    byCost: JobCostOrder | null = null,
+  ): Promise<Page<JobRow>> {
     const where: SqlCondition[] = [
       ['j.owner_type = ?', owner.type],
       ['j.owner_id = ?', owner.id],
@@ -72,18 +89,127 @@ export class JobQueries {
       select.push(prefixedColumns(this.orm, Model, 'm', 'm.', read.model && ['id', ...read.model]));
       join.push({ table: 'models', as: 'm', on: 'm.id = j.model_id', optional: true });
     }
+    const readRow = (row: Record<string, unknown>) => {
+      const j: JobRow = job(row);
+      if (read.deployment !== undefined) j.deployment = deployment(row);
+      if (read.model !== undefined) j.model = row['m.id'] === null ? null : model(row);
+      return j;
+    };
+    if (byCost) return this.costPage(owner, byCost, args, select.join(', '), join, readRow);
     return sqlPage(
       this.orm.em,
       { from: 'jobs j', select: select.join(', '), alias: 'j', join },
       { where, filter: checks },
       args,
-      (row) => {
-        const j: JobRow = job(row);
-        if (read.deployment !== undefined) j.deployment = deployment(row);
-        if (read.model !== undefined) j.model = row['m.id'] === null ? null : model(row);
-        return j;
-      },
+      readRow,
     );
+  }
+
+  /**
+   * A page of the owner's ended jobs by cost, in one statement (docs/governance.md, "Sorting by
+   * cost"). Cost is machine_micros x the price of the job's machine type, which no one index
+   * orders across types; jobs_owner_cost_index orders each type's jobs by machine_micros, which
+   * within a type is the cost's order. So: the owner's machine types by a skip scan of that
+   * index (one step per type), for each type at most `limit + 1` jobs after the cursor read in
+   * index order, then merged by cost. The order is (cost, machine_micros, id), in `direction`;
+   * machine_micros breaks ties only between types of price 0, where cost says nothing.
+   *
+   * The cursor holds the last row's (exact cost, machine_micros, id); each type turns it into a
+   * bound on its own index, `(machine_micros, id) < (bu, bi)` (`>` ascending), exact in numeric:
+   * with price p > 0, fl = div(cost, p) is the largest machine time not costing more than the
+   * cursor, and whether fl x p equals the cost decides if fl's rows tie with it.
+   */
+  private async costPage(
+    owner: Owner,
+    order: JobCostOrder,
+    args: PageArgs,
+    select: string,
+    join: SqlLookup[],
+    read: (row: Record<string, unknown>) => JobRow,
+  ): Promise<Page<JobRow>> {
+    const limit = pageSize(args.first);
+    const after = args.after ? decodeCostCursor(args.after) : null;
+    const desc = order.direction === 'desc';
+    const [cmp, dir] = desc ? ['<', 'desc'] : ['>', 'asc'];
+    // An id no row passes at a bound's machine time (ids are random UUIDs, never these).
+    const edge = desc
+      ? "'00000000-0000-0000-0000-000000000000'::uuid"
+      : "'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid";
+    const max = '9223372036854775807';
+    const exactTie = 'k.fl * t.p = k.c';
+    // Per type: the bound of the rows after the cursor (see above). Price 0: every row costs 0,
+    // so all come after a cursor of higher cost (desc; none asc), and at cost 0 the order is
+    // (machine_micros, id) itself.
+    const bu = desc
+      ? `case when k.c is null then ${max} when t.p = 0 then case when k.c > 0 then ${max} else k.u end
+              when ${exactTie} and k.fl >= k.u then k.fl else k.fl + 1 end`
+      : `case when k.c is null then -1 when t.p = 0 then case when k.c > 0 then ${max} else k.u end
+              when ${exactTie} and k.fl > k.u then k.fl - 1 else k.fl end`;
+    const bi = `case when k.c is not null and (t.p = 0 and k.c = 0 or t.p > 0 and ${exactTie} and k.fl = k.u)
+                     then k.i else ${edge} end`;
+    const owned = 'j.owner_type = ? and j.owner_id = ? and j.machine_micros is not null';
+    const statement = `
+      with recursive types as (
+        (select j.machine_type as t from jobs j where ${owned} order by j.machine_type limit 1)
+        union all
+        select (select j.machine_type from jobs j where ${owned} and j.machine_type > types.t
+                order by j.machine_type limit 1)
+        from types where types.t is not null
+      ),
+      priced as (
+        select types.t, coalesce(p.prices ->> types.t, p.prices ->> 'default')::numeric as p
+        from types, (select ?::jsonb as prices) p where types.t is not null
+      ),
+      bounds as (
+        select t.t, t.p, least(${bu}, ${max})::bigint as bu, ${bi} as bi
+        from priced t, lateral (
+          select c.c, c.u, c.i, case when t.p > 0 then div(c.c, t.p) end as fl
+          from (select ?::numeric as c, ?::numeric as u, ?::uuid as i) c
+        ) k
+      )
+      select ${select}, j.cost_key, j.cost_units from (
+        select j.*, (j.machine_micros * b.p)::text as cost_key, j.machine_micros::text as cost_units,
+               j.machine_micros * b.p as cost_order
+        from bounds b cross join lateral (
+          select * from jobs j
+          where ${owned} and j.machine_type = b.t and (j.machine_micros, j.id) ${cmp} (b.bu, b.bi)
+          order by j.machine_micros ${dir}, j.id ${dir} limit ?
+        ) j
+        order by cost_order ${dir}, j.machine_micros ${dir}, j.id ${dir} limit ?
+      ) j ${lookupsSql(join)}
+      order by j.cost_order ${dir}, j.machine_micros ${dir}, j.id ${dir}`;
+    const o = [owner.type, owner.id];
+    const rows = await queryRows(
+      this.orm.em,
+      statement,
+      [
+        ...o,
+        ...o,
+        order.prices,
+        after?.cost ?? null,
+        after?.units ?? null,
+        after?.id ?? null,
+        ...o,
+        limit + 1,
+        limit + 1,
+      ],
+      false,
+      LIST_TIMEOUT_MS,
+    );
+    const items = rows.slice(0, limit).map((row) =>
+      Object.assign(read(row), {
+        cursor: encodeCostCursor({
+          cost: String(row.cost_key),
+          units: String(row.cost_units),
+          id: String(row.id),
+        }),
+      }),
+    );
+    return {
+      items,
+      hasNextPage: rows.length > limit,
+      endCursor: items.length ? items[items.length - 1].cursor : null,
+    };
   }
 
   /**
@@ -196,5 +322,38 @@ export class JobQueries {
   /** Deployments by id, as plain read-only rows (the loader of every job list's `deployment`). */
   async deploymentsByIds(ids: readonly string[]): Promise<Deployment[]> {
     return readByIds(this.orm, Deployment, ids);
+  }
+}
+
+/** Where a page by cost stopped: the last job's exact cost (decimal text), machine_micros and id. */
+interface CostCursor {
+  cost: string;
+  units: string;
+  id: string;
+}
+
+const COST_CURSOR = 'cost';
+
+function encodeCostCursor(c: CostCursor): string {
+  return Buffer.from(JSON.stringify([COST_CURSOR, c.cost, c.units, c.id])).toString('base64url');
+}
+
+function decodeCostCursor(cursor: string): CostCursor {
+  try {
+    const [kind, cost, units, id] = JSON.parse(
+      Buffer.from(cursor, 'base64url').toString('utf8'),
+    ) as unknown[];
+    if (
+      kind !== COST_CURSOR ||
+      typeof cost !== 'string' ||
+      !/^\d{1,40}(\.\d{1,40})?$/.test(cost) ||
+      typeof units !== 'string' ||
+      !/^\d{1,19}$/.test(units) ||
+      !isUuid(id)
+    )
+      throw new Error('bad cursor');
+    return { cost, units, id: String(id) };
+  } catch {
+    throw AppError.validation({ cursor: 'is not a cursor this service issued for this order' });
   }
 }

@@ -31,6 +31,7 @@ import {
   JobConnection,
   JobCostType,
   JobFilterInput,
+  JobOrderEnum,
   JobStatusEnum,
   JobLogLineType,
   JobTransitionType,
@@ -64,7 +65,9 @@ export class JobResolver {
     this.mediaView = MediaAssetType.from(media);
   }
 
-  @Query(() => JobConnection, { description: "The owner's jobs, newest first." })
+  @Query(() => JobConnection, {
+    description: "The owner's jobs, newest first unless `orderBy` says otherwise.",
+  })
   async jobs(
     @CurrentPrincipal() principal: Principal,
     @Ctx() ctx: RequestContext,
@@ -72,6 +75,7 @@ export class JobResolver {
     @Arg('filter', () => JobFilterInput, { nullable: true }) filter?: JobFilterInput,
     @Arg('first', () => Int, { nullable: true }) first?: number,
     @Arg('after', () => String, { nullable: true }) after?: string,
+    @Arg('orderBy', () => JobOrderEnum, { nullable: true }) orderBy?: JobOrderEnum | null,
   ) {
     // The job's columns the query needs, and its model and deployment if asked, come in the
     // list's own statement; the nested rows ride on each view (partial rows never reach the
@@ -87,6 +91,7 @@ export class JobResolver {
         model: modelFields && ModelType.propsOf(modelFields),
         deployment: deploymentFields && DeploymentType.propsOf(deploymentFields),
       },
+      orderBy ?? JobOrderEnum.CREATED_AT,
     );
     return toConnection(
       page,
@@ -94,7 +99,7 @@ export class JobResolver {
         Object.assign(this.view(j), {
           [LISTED]: { model: j.model, deployment: deploymentFields && j.deployment },
         }),
-      encodeCursor,
+      (j) => j.cursor ?? encodeCursor(j),
     );
   }
 

@@ -1,4 +1,11 @@
-import { DEFAULT_PRICES, jobCost, type CostFacts, type JobCost, type PriceList } from '../common/price-list';
+import {
+  DEFAULT_PRICES,
+  jobCost,
+  machinePricesJson,
+  type CostFacts,
+  type JobCost,
+  type PriceList,
+} from '../common/price-list';
 import { assertOwned, ownerOf, type Owner, type Principal } from '../common/principal';
 import { authorize } from '../teams/team.roles';
 import { AppError } from '../common/errors';
@@ -13,6 +20,12 @@ import { isTerminal, type JobStatus } from './job.states';
 import type { WebhookEvent } from './job.webhook-events';
 
 export type JobFilter = JobListFilter;
+/**
+ * The jobs list's orders: newest first; by cost, most expensive first (`cost`) or cheapest first,
+ * of ended jobs only (docs/governance.md, "Sorting by cost").
+ */
+export const JOB_ORDERS = ['created_at', 'cost', 'cost_asc'] as const;
+export type JobOrder = (typeof JOB_ORDERS)[number];
 export type { JobListRead, JobRow, TransitionFields };
 
 /** The payload of a job event on CHANNELS.jobs. */
@@ -75,10 +88,21 @@ export class JobService {
     filter: JobFilter,
     args: PageArgs,
     read: JobListRead = { job: null },
+    order: JobOrder = 'created_at',
   ): Promise<Page<JobRow>> {
     if (filter.modelId && !isUuid(filter.modelId))
       throw AppError.validation({ modelId: 'must be a model id' });
-    return this.queries.list(ownerOf(principal), filter, args, read);
+    if (order === 'created_at') return this.queries.list(ownerOf(principal), filter, args, read);
+    // The cost order merges per-machine-type index reads of all ended jobs; a filter would be
+    // checked row by row with no bound on what a page reads (docs/governance.md).
+    if (filter.status || filter.modelId || filter.batchId)
+      throw AppError.validation({
+        orderBy: 'cost orders all of your ended jobs: it takes no status or model filter',
+      });
+    return this.queries.list(ownerOf(principal), filter, args, read, {
+      direction: order === 'cost' ? 'desc' : 'asc',
+      prices: machinePricesJson(this.prices),
+    });
   }
 
   async get(principal: Principal, id: string): Promise<Job> {

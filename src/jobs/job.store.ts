@@ -611,6 +611,11 @@ export interface FollowedRow {
   status: JobStatus;
 }
 
+/** An ending job's machine time in microseconds (jobs_owner_cost_index orders by it). */
+const MACHINE_MICROS = raw(
+  'case when j.started_at is null then 0 else j.machine_count * (extract(epoch from greatest(now(), j.started_at) - j.started_at) * 1000000)::bigint end',
+);
+
 /** Columns a transition into each state sets, besides status and updated_at (the job row is `j`). */
 export function setsFor(to: JobStatus, f: TransitionFields): Sql {
   switch (to) {
@@ -623,7 +628,7 @@ export function setsFor(to: JobStatus, f: TransitionFields): Sql {
     case 'canceled':
       // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
       // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
-      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, exit_code = ${f.exitCode ?? null}, error = ${f.error ?? null}, output = ${f.output ? JSON.stringify(f.output) : null}::jsonb, log_tail = coalesce(${f.logTail ?? null}, j.log_tail), infrastructure_failure = ${f.infrastructure ?? false}`;
+      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, machine_micros = ${MACHINE_MICROS}, exit_code = ${f.exitCode ?? null}, error = ${f.error ?? null}, output = ${f.output ? JSON.stringify(f.output) : null}::jsonb, log_tail = coalesce(${f.logTail ?? null}, j.log_tail), infrastructure_failure = ${f.infrastructure ?? false}`;
     case 'queued':
       throw new Error('a job is queued only when it is created');
   }

@@ -26,6 +26,18 @@ export enum LogStreamEnum {
 }
 registerEnumType(LogStreamEnum, { name: 'LogStream' });
 
+/** The jobs list's orders (JOB_ORDERS). */
+export enum JobOrderEnum {
+  CREATED_AT = 'created_at',
+  COST = 'cost',
+  COST_ASC = 'cost_asc',
+}
+registerEnumType(JobOrderEnum, {
+  name: 'JobOrder',
+  description:
+    'CREATED_AT: newest first (the default). COST: most expensive first; COST_ASC: cheapest first. By cost, only ended jobs are listed (their cost is final), priced with the current price list, ties by machine time then id; it takes no filter.',
+});
+
 @ObjectType('JobTransition', { description: 'One state change of a job.' })
 export class JobTransitionType {
   @Field(() => JobStatusEnum, { nullable: true, description: 'Null for the creation.' })

@@ -74,6 +74,12 @@ export type InviteToTeamInput = {
   username?: string | null | undefined;
 };
 
+/** CREATED_AT: newest first (the default). COST: most expensive first; COST_ASC: cheapest first. By cost, only ended jobs are listed (their cost is final), priced with the current price list, ties by machine time then id; it takes no filter. */
+export type JobOrder =
+  | 'COST'
+  | 'COST_ASC'
+  | 'CREATED_AT';
+
 /** QUEUED -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELED; never back. */
 export type JobStatus =
   | 'CANCELED'
@@ -249,6 +255,7 @@ export type JobRowFragment = { id: string, status: JobStatus, createdAt: string,
 export type JobListQueryVariables = Exact<{
   first?: number | null | undefined;
   after?: string | null | undefined;
+  orderBy?: JobOrder | null | undefined;
 }>;
 
 
@@ -959,8 +966,8 @@ export const BatchLiveDocument = new TypedDocumentString(`
   runSeconds
 }`) as unknown as TypedDocumentString<BatchLiveSubscription, BatchLiveSubscriptionVariables>;
 export const JobListDocument = new TypedDocumentString(`
-    query JobList($first: Int, $after: String) {
-  jobs(first: $first, after: $after) {
+    query JobList($first: Int, $after: String, $orderBy: JobOrder) {
+  jobs(first: $first, after: $after, orderBy: $orderBy) {
     nodes {
       ...JobRow
     }

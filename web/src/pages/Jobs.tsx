@@ -5,6 +5,7 @@ import {
   JobEventsDocument,
   JobListDocument,
   type JobListQuery,
+  type JobOrder,
   type JobRowFragment,
 } from '../generated/graphql';
 import { Link } from '../router';
@@ -14,12 +15,19 @@ import { VirtualList } from '../ui/VirtualList';
 const PAGE = 50;
 const ROW_HEIGHT = 64;
 
-/** Newest first, like the API: by creation time, then id. */
 /** A job's cost as a person reads it: the exact amount, `so far` while it may still run. */
 export function costText(c: { amount: string; currency: string; final: boolean }): string {
   return `${c.amount} ${c.currency}${c.final ? '' : ' so far'}`;
 }
 
+/** The list's orders (GraphQL JobOrder); by cost, the API lists ended jobs only. */
+const ORDERS: { value: JobOrder; label: string }[] = [
+  { value: 'CREATED_AT', label: 'Newest first' },
+  { value: 'COST', label: 'Most expensive first' },
+  { value: 'COST_ASC', label: 'Cheapest first' },
+];
+
+/** Newest first, like the API: by creation time, then id. */
 const newerFirst = (a: JobRowFragment, b: JobRowFragment) =>
   a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1;
 
@@ -30,6 +38,10 @@ const newerFirst = (a: JobRowFragment, b: JobRowFragment) =>
  */
 export function JobsPage() {
   const [jobs, setJobs] = useState<JobRowFragment[] | null>(null);
+  const [order, setOrder] = useState<JobOrder>('CREATED_AT');
+  // Read by the subscription's handler, which lives as long as the page.
+  const orderRef = useRef(order);
+  orderRef.current = order;
   const [error, setError] = useState('');
   const page = useRef<{ endCursor: string | null; hasNextPage: boolean; loading: boolean }>({
     endCursor: null,
@@ -41,35 +53,45 @@ export function JobsPage() {
   const loaded = useRef(0);
 
   /** Reads the first `count` jobs again (at least one page), replacing what is shown. */
-  const reload = useCallback(async (count: number) => {
-    page.current.loading = true;
-    try {
-      const rows: JobRowFragment[] = [];
-      let after: string | null = null;
-      let hasNextPage = true;
-      while (hasNextPage && rows.length < Math.max(count, PAGE)) {
-        const first = Math.min(200, Math.max(count, PAGE) - rows.length);
-        const { jobs: conn }: JobListQuery = await gql(JobListDocument, { first, after });
-        rows.push(...conn.nodes);
-        after = conn.pageInfo.endCursor;
-        hasNextPage = conn.pageInfo.hasNextPage;
+  const reload = useCallback(
+    async (count: number) => {
+      page.current.loading = true;
+      try {
+        const rows: JobRowFragment[] = [];
+        let after: string | null = null;
+        let hasNextPage = true;
+        while (hasNextPage && rows.length < Math.max(count, PAGE)) {
+          const first = Math.min(200, Math.max(count, PAGE) - rows.length);
+          const { jobs: conn }: JobListQuery = await gql(JobListDocument, { first, after, orderBy: order });
+          rows.push(...conn.nodes);
+          after = conn.pageInfo.endCursor;
+          hasNextPage = conn.pageInfo.hasNextPage;
+        }
+        // Answered for an order since left: the new order's reload shows its own.
+        if (orderRef.current !== order) return;
+        page.current = { endCursor: after, hasNextPage, loading: false };
+        loaded.current = rows.length;
+        setJobs(rows);
+        setError('');
+      } catch (err) {
+        page.current.loading = false;
+        setError(messageOf(err));
       }
-      page.current = { endCursor: after, hasNextPage, loading: false };
-      loaded.current = rows.length;
-      setJobs(rows);
-      setError('');
-    } catch (err) {
-      page.current.loading = false;
-      setError(messageOf(err));
-    }
-  }, []);
+    },
+    [order],
+  );
 
   const more = useCallback(async () => {
     const p = page.current;
     if (p.loading || !p.hasNextPage) return;
     p.loading = true;
     try {
-      const { jobs: conn } = await gql(JobListDocument, { first: PAGE, after: p.endCursor });
+      const { jobs: conn } = await gql(JobListDocument, {
+        first: PAGE,
+        after: p.endCursor,
+        orderBy: order,
+      });
+      if (orderRef.current !== order) return;
       page.current = {
         endCursor: conn.pageInfo.endCursor,
         hasNextPage: conn.pageInfo.hasNextPage,
@@ -85,7 +107,7 @@ export function JobsPage() {
       p.loading = false;
       setError(messageOf(err));
     }
-  }, []);
+  }, [order]);
 
   useEffect(() => {
     const flush = () => {
@@ -102,8 +124,9 @@ export function JobsPage() {
           changed = true;
           return e.updatedAt >= j.updatedAt ? e : j;
         });
-        // Jobs not shown yet (started elsewhere) join the list at their place.
-        if (events.size) {
+        // Jobs not shown yet (started elsewhere) join the list at their place; by cost, their
+        // place is the server's to say (a new job has no final cost): they show on reload.
+        if (events.size && orderRef.current === 'CREATED_AT') {
           changed = true;
           next.push(...events.values());
           next.sort(newerFirst);
@@ -129,17 +152,42 @@ export function JobsPage() {
     <section aria-labelledby="jobs-title">
       <div className="page-head">
         <h1 id="jobs-title">Jobs</h1>
-        <Link className="button" href="/models">
-          Run a model
-        </Link>
+        <div className="page-head-actions">
+          <span>
+            <label htmlFor="jobs-order">Sort</label>{' '}
+            <select
+              id="jobs-order"
+              value={order}
+              onChange={(e) => {
+                setJobs(null);
+                setOrder(e.target.value as JobOrder);
+              }}
+            >
+              {ORDERS.map((o) => (
+                <option key={o.value} value={o.value}>
+                  {o.label}
+                </option>
+              ))}
+            </select>
+          </span>
+          <Link className="button" href="/models">
+            Run a model
+          </Link>
+        </div>
       </div>
       <ErrorNote>{error}</ErrorNote>
       {jobs === null ? (
         <Loading what="jobs" />
       ) : jobs.length === 0 ? (
         <p className="empty">
-          No jobs yet. <Link href="/models">Pick a model</Link> and run it over your{' '}
-          <Link href="/files">media</Link>.
+          {order === 'CREATED_AT' ? (
+            <>
+              No jobs yet. <Link href="/models">Pick a model</Link> and run it over your{' '}
+              <Link href="/files">media</Link>.
+            </>
+          ) : (
+            'No job has ended yet: by cost, only ended jobs are listed.'
+          )}
         </p>
       ) : (
         <VirtualList
@@ -147,7 +195,7 @@ export function JobsPage() {
           rowHeight={ROW_HEIGHT}
           height={height}
           keyOf={(j) => j.id}
-          label="Jobs, newest first"
+          label={`Jobs, ${ORDERS.find((o) => o.value === order)!.label.toLowerCase()}`}
           onEnd={more}
           render={(j) => (
             <Link className="job-row" href={`/jobs/${j.id}`} data-job-id={j.id}>
