@@ -5,7 +5,7 @@ import type { EventBus } from './event-bus';
 export type Listener<E> = (event: E) => void;
 
 /** How many paced listeners are called before the event loop gets its turn (see Listeners). */
-const PACED_SLICE = 32;
+const PACED_SLICE = 16;
 
 interface Entry<E> {
   listener: Listener<E>;
