@@ -42,7 +42,7 @@ export class SharedExecutions {
   /** Per event: each selection's serialised payload. Weak: gone with the event. */
   private readonly payloads = new WeakMap<object, Map<string, Promise<string> | string>>();
   private runs = 0;
-  /** Sockets corked in this turn: uncorked once it is over, so a subscriber's frames go in one write. */
+  /** Sockets corked until the next tick, so that a subscriber's frames go in one write. */
   private readonly corked = new Set<Socket>();
 
   constructor(
@@ -207,8 +207,8 @@ export class SharedExecutions {
   }
 
   /**
-   * The socket's writes wait until the turn's promises have run (process.nextTick runs after
-   * them): the events the hub handed a subscriber together leave in one write, not one each.
+   * The socket's writes wait for the next tick: what is sent in one run of code (the events the hub
+   * handed a subscriber together; or the promises of one turn) leaves in one write, not one each.
    */
   private cork(socket: WebSocket): void {
     // ws keeps its net.Socket private; without one (another implementation) each frame goes alone.
