@@ -39,6 +39,8 @@ const FANOUT_LARGE = setting('BENCH_FANOUT_LARGE', 10_000, 100);
 const FANOUT_JOBS = setting('BENCH_FANOUT_JOBS', 30, 3);
 
 const FAIR_QUEUED = setting('BENCH_FAIR_QUEUED', 10_000, 200);
+/** BENCH_ONLY: a regular expression of the parts to run (`latency`, `throughput`, `fanout`, `fairshare`). */
+const only = (part: string) => new RegExp(process.env.BENCH_ONLY ?? '.').test(part);
 
 const fmt = (v: number) => v.toFixed(1);
 
@@ -383,48 +385,62 @@ export async function run(): Promise<void> {
   try {
     for (let i = 0; i < (SMOKE ? 1 : 10); i++) await eventOf(await create(), 'SUCCEEDED'); // warm-up
 
-    const { running: toRunning, succeeded: toSucceeded } = await latencies(JOBS);
-    const bare = await bareRoundTrips(sut.db.url, JOBS);
-    const row = (what: string, v: number[]) => ({
-      what,
-      'p50 ms': fmt(percentile(v, 50)),
-      'p99 ms': fmt(percentile(v, 99)),
-      'p50 over bare, ms': fmt(percentile(v, 50) - percentile(bare, 50)),
-    });
-    printTable(`Latency over ${JOBS} trivial jobs, one at a time`, [
-      row('bare INSERT + NOTIFY round trip', bare),
-      row('createDeployment -> RUNNING event', toRunning),
-      row('createDeployment -> SUCCEEDED event', toSucceeded),
-    ]);
-
-    const start = now();
-    // Created by 50 concurrent requests: a thousand connections at once overflowed the listen
-    // backlog of a loaded machine (connection resets), which is not what this measures.
-    const ids: string[] = [];
-    await Promise.all(
-      Array.from({ length: 50 }, async () => {
-        while (ids.length < THROUGHPUT) {
-          ids.push('');
-          const i = ids.length - 1;
-          ids[i] = await create();
-        }
-      }),
-    );
-    await Promise.all(ids.map((id) => eventOf(id, 'SUCCEEDED')));
-    const seconds = (now() - start) / 1000;
-    printTable(`Throughput of ${THROUGHPUT} trivial jobs created by 50 concurrent requests`, [
-      { jobs: THROUGHPUT, seconds: seconds.toFixed(1), 'jobs/s': (THROUGHPUT / seconds).toFixed(0) },
-    ]);
+    if (only('latency')) await latency(sut.db.url, latencies);
+    if (only('throughput')) await throughput(create, eventOf);
     const times = async (id: string): Promise<OwnTimes> =>
       (
         (await gql('query ($id: ID!) { job(id: $id) { queueSeconds runSeconds } }', { id })) as unknown as {
           job: OwnTimes;
         }
       ).job;
-    await fanouts(sut.service.url, auth, sut.service.process.pid!, { create, times, eventOf });
+    if (only('fanout'))
+      await fanouts(sut.service.url, auth, sut.service.process.pid!, { create, times, eventOf });
   } finally {
     await dispose();
     await sut.stop();
   }
-  await fairShare();
+  if (only('fairshare')) await fairShare();
+}
+
+async function latency(
+  databaseUrl: string,
+  latencies: (n: number) => Promise<{ running: number[]; succeeded: number[] }>,
+): Promise<void> {
+  const { running: toRunning, succeeded: toSucceeded } = await latencies(JOBS);
+  const bare = await bareRoundTrips(databaseUrl, JOBS);
+  const row = (what: string, v: number[]) => ({
+    what,
+    'p50 ms': fmt(percentile(v, 50)),
+    'p99 ms': fmt(percentile(v, 99)),
+    'p50 over bare, ms': fmt(percentile(v, 50) - percentile(bare, 50)),
+  });
+  printTable(`Latency over ${JOBS} trivial jobs, one at a time`, [
+    row('bare INSERT + NOTIFY round trip', bare),
+    row('createDeployment -> RUNNING event', toRunning),
+    row('createDeployment -> SUCCEEDED event', toSucceeded),
+  ]);
+}
+
+async function throughput(
+  create: () => Promise<string>,
+  eventOf: (id: string, status: string) => Promise<void>,
+): Promise<void> {
+  const start = now();
+  // Created by 50 concurrent requests: a thousand connections at once overflowed the listen
+  // backlog of a loaded machine (connection resets), which is not what this measures.
+  const ids: string[] = [];
+  await Promise.all(
+    Array.from({ length: 50 }, async () => {
+      while (ids.length < THROUGHPUT) {
+        ids.push('');
+        const i = ids.length - 1;
+        ids[i] = await create();
+      }
+    }),
+  );
+  await Promise.all(ids.map((id) => eventOf(id, 'SUCCEEDED')));
+  const seconds = (now() - start) / 1000;
+  printTable(`Throughput of ${THROUGHPUT} trivial jobs created by 50 concurrent requests`, [
+    { jobs: THROUGHPUT, seconds: seconds.toFixed(1), 'jobs/s': (THROUGHPUT / seconds).toFixed(0) },
+  ]);
 }

@@ -167,6 +167,88 @@ describe('shared executions', () => {
   });
 });
 
+/** Creates a trivial job of `who` (the team through its API key): its id. */
+async function deployAs(who: 'alice' | 'bob' | 'team'): Promise<string> {
+  if (who !== 'team') return (await deploy(t, who === 'alice' ? alice : bob, trivial[who], {})).jobId;
+  const r = await t
+    .http()
+    .post('/graphql')
+    .set('x-service-key', team)
+    .send({
+      query: 'mutation ($input: CreateDeploymentInput!) { createDeployment(input: $input) { job { id } } }',
+      variables: { input: { name: 'team run', modelId: trivial.team, args: {} } },
+    });
+  if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
+  return r.body.data.createDeployment.job.id;
+}
+
+describe('several events pending for a subscriber', () => {
+  it('with many jobs of three owners at once, every subscriber gets exactly its own events, once and in order, executions still shared', async () => {
+    let recording: string[] | null = null;
+    const reader = await startTestApp(
+      { ROLES: 'api' },
+      { databaseUrl: t.databaseUrl, issuer: t.issuer, onQuery: (sql) => recording?.push(sql) },
+    );
+    const principals = {
+      alice: { authorization: alice },
+      bob: { authorization: bob },
+      team: { apiKey: team },
+    };
+    const who = ['alice', 'team', 'bob'] as const;
+    // Three sockets per principal; enough subscriptions that the hub hands each event out over
+    // many turns, so the jobs' next events come while it does.
+    const clients = Object.fromEntries(
+      Object.entries(principals).map(([w, params]) => [w, [0, 1, 2].map(() => connect(reader, params))]),
+    );
+    const selections = [
+      'subscription { jobs { id status model { id name } } }',
+      'subscription Other { jobs { status id model { id } deployment { id } } }',
+    ];
+    const PER = 40;
+    const JOBS = 4;
+    try {
+      const jobIds: Record<string, string[]> = { alice: [], team: [], bob: [] };
+      const ended = (w: string) => (v: Update[]) =>
+        jobIds[w].length === JOBS &&
+        jobIds[w].every((id) => v.some((x) => x.jobs.id === id && x.jobs.status === 'SUCCEEDED'));
+      const subscribers = who.flatMap((w) =>
+        selections.flatMap((query) =>
+          Array.from({ length: PER }, (_, i) => ({ who: w, ...collect(clients[w][i % 3], query, ended(w)) })),
+        ),
+      );
+      await registered(reader, subscribers.length);
+      recording = [];
+      // All the jobs at once: their events interleave, and several wait for each subscriber.
+      await Promise.all(
+        who.flatMap((w) =>
+          Array.from({ length: JOBS }, async () => {
+            jobIds[w].push(await deployAs(w));
+          }),
+        ),
+      );
+      await within(
+        Promise.all(subscribers.map((s) => s.done)),
+        120_000,
+        'every job to succeed on every subscription',
+      );
+      const modelReads = recording.filter((sql) => /from "models"/.test(sql)).length;
+      recording = null;
+      for (const s of subscribers) {
+        const mine = new Set(jobIds[s.who]);
+        // Nothing of another owner.
+        expect(s.values.filter((v) => !mine.has(v.jobs.id))).toEqual([]);
+        for (const id of mine)
+          expect(s.values.filter((v) => v.jobs.id === id).map((v) => v.jobs.status)).toEqual(SEQUENCE);
+      }
+      // Six (selection, audience) pairs, each event of its owner executed once for each.
+      expect(modelReads).toBe(who.length * selections.length * JOBS * SEQUENCE.length);
+    } finally {
+      await Promise.all(Object.values(clients).flatMap((cs) => cs.map((c) => c.dispose())));
+      await reader.close();
+    }
+  });
+});
+
 describe('a slow consumer', () => {
   it('is closed with 4413 once its unsent bytes pass the bound, and holds nobody back', async () => {
     const app = await startTestApp(
@@ -244,6 +326,85 @@ describe('a slow consumer', () => {
       expect(values.length).toBeGreaterThan(0);
       expect(values.length).toBeLessThan(SUBSCRIPTIONS);
       expect(await tooSlow()).toBe(1);
+    } finally {
+      slow?.terminate();
+      await fast.dispose();
+      await app.close();
+    }
+  });
+});
+
+describe('a slow consumer of pushed events', () => {
+  it('is closed with 4413 when the events handed to its subscriptions pass the bound, and the others hear every state', async () => {
+    const app = await startTestApp(
+      { ROLES: 'api', SUBSCRIPTION_MAX_BUFFER_BYTES: '65536' },
+      { databaseUrl: t.databaseUrl, issuer: t.issuer },
+    );
+    const fast = connect(app, { authorization: alice });
+    let slow: WebSocket | undefined;
+    try {
+      const socket = new WebSocket(`ws://127.0.0.1:${app.port}/graphql`, 'graphql-transport-ws');
+      slow = socket;
+      const messages: { type: string; id?: string }[] = [];
+      socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+      const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+        socket.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+      );
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: alice } }));
+      while (!messages.some((m) => m.type === 'connection_ack')) await new Promise((r) => setTimeout(r, 10));
+      // Many `jobs` subscriptions (each event of the owner handed to every one by the hub, in
+      // slices), each event carrying the log's tail; the slow client reads nothing.
+      const SUBSCRIPTIONS = 400;
+      for (let i = 0; i < SUBSCRIPTIONS; i++)
+        socket.send(
+          JSON.stringify({
+            id: `s${i}`,
+            type: 'subscribe',
+            payload: { query: 'subscription { jobs { id status logTail } }' },
+          }),
+        );
+      await registered(app, SUBSCRIPTIONS);
+      socket.pause();
+      const jobs: string[] = [];
+      const following = collect(fast, `subscription { jobs { id status } }`, (v) =>
+        jobs.every((id) => v.some((x) => x.jobs.id === id && x.jobs.status === 'SUCCEEDED')),
+      );
+      await registered(app, SUBSCRIPTIONS + 1);
+      // Jobs whose log tail is long, run at once (the worker of `t`): their events come while
+      // the hub hands the earlier ones out.
+      const chatty = await programModel(t, alice, 'lines 4000 0');
+      jobs.push(
+        ...(await Promise.all([0, 1, 2].map(async () => (await deploy(t, alice, chatty, {})).jobId))),
+      );
+      const seen = await within(following.done, 120_000, 'the chatty jobs on the fast socket');
+      for (const id of jobs)
+        expect(seen.filter((v) => v.jobs.id === id).map((v) => v.jobs.status)).toEqual(SEQUENCE);
+      const tooSlow = async () =>
+        sample(
+          await app.runtime.metrics.registry.getSingleMetricAsString(
+            'graphql_subscription_sockets_too_slow_total',
+          ),
+          'graphql_subscription_sockets_too_slow_total',
+        ) ?? 0;
+      expect(await tooSlow()).toBe(1);
+      socket.resume();
+      const { code, reason } = await within(closed, 60_000, 'the close frame');
+      expect(code).toBe(4413);
+      expect(reason).toMatch(/too slow/);
+      // What was sent before the bound came, each subscription's in order; not all of it.
+      const values = messages.filter((m) => m.type === 'next') as unknown as {
+        id: string;
+        payload: { data: { jobs: { id: string; status: string } } };
+      }[];
+      expect(values.length).toBeGreaterThan(0);
+      expect(values.length).toBeLessThan(SUBSCRIPTIONS * jobs.length * SEQUENCE.length);
+      const bySubscription = new Map<string, string[]>();
+      for (const v of values) {
+        const key = `${v.id} ${v.payload.data.jobs.id}`;
+        bySubscription.set(key, [...(bySubscription.get(key) ?? []), v.payload.data.jobs.status]);
+      }
+      for (const states of bySubscription.values()) expect(SEQUENCE.slice(0, states.length)).toEqual(states);
     } finally {
       slow?.terminate();
       await fast.dispose();

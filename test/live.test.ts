@@ -255,6 +255,77 @@ describe('a gap in the event connection', () => {
     }
   });
 
+  it('hands many subscribers all the events of a gap in order, each once, several per subscriber at once', async () => {
+    const app = await startTestApp({ ROLES: 'api', LOCAL_EXECUTOR_TRUST: 'any' }, { issuer: t.issuer });
+    const database = new URL(app.databaseUrl).pathname.slice(1);
+    const model = await app
+      .http()
+      .post('/api/v1/models')
+      .set('authorization', alice)
+      .send({ name: 'trivial', container: 'local', command: 'true {args}', args: {} });
+    const admin = new PgClient({ connectionString: process.env.TEST_PG_ADMIN_URL });
+    await admin.connect();
+    let other: Orm | null = null;
+    const clients = [connect(app, alice), connect(app, alice), connect(app, bob)];
+    try {
+      const a = await deploy(app, alice, model.body.id, {});
+      const b = await deploy(app, alice, model.body.id, {});
+      type Jobs = { jobs: { id: string; status: string } };
+      // Enough subscriptions that the hub hands the gap's events out over several turns.
+      const PER = 60;
+      const subscribers = Array.from({ length: PER * 2 }, (_, i) =>
+        collect<Jobs>(
+          clients[i % 2],
+          i % 3 ? 'subscription { jobs { id status } }' : 'subscription { jobs { status id createdAt } }',
+          {},
+          (v) =>
+            v.some((x) => x.jobs.id === a.jobId && x.jobs.status === 'SUCCEEDED') &&
+            v.some((x) => x.jobs.status === 'CANCELED'),
+        ),
+      );
+      // bob's subscription hears none of alice's jobs.
+      const bobs = collect<Jobs>(clients[2], 'subscription { jobs { id status } }');
+      await registered(app, PER * 2 + 1);
+      other = await openOrm({ clientUrl: app.databaseUrl, entities });
+      await other.em.fork().execute('select 1');
+      await admin.query(`alter database ${database} allow_connections false`);
+      await admin.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and application_name = 'media-platform-events' and backend_type = 'client backend'`,
+        [database],
+      );
+      // Four events in the gap, three of one job: all read back together.
+      const jobs = new JobService(new JobStore(other, jobStatementParts(null)), new JobQueries(other));
+      expect(await jobs.transition(a.jobId, 'starting')).not.toBeNull();
+      expect(await jobs.transition(b.jobId, 'canceled')).not.toBeNull();
+      expect(await jobs.transition(a.jobId, 'running')).not.toBeNull();
+      expect(await jobs.transition(a.jobId, 'succeeded', { exitCode: 0 })).not.toBeNull();
+      await admin.query(`alter database ${database} allow_connections true`);
+
+      const seen = await within(
+        Promise.all(subscribers.map((s) => s.done)),
+        60_000,
+        'the gap on every subscription',
+      );
+      for (const values of seen) {
+        expect(values.filter((v) => v.jobs.id === a.jobId).map((v) => v.jobs.status)).toEqual([
+          'STARTING',
+          'RUNNING',
+          'SUCCEEDED',
+        ]);
+        expect(values.filter((v) => v.jobs.id === b.jobId).map((v) => v.jobs.status)).toEqual(['CANCELED']);
+        expect(values).toHaveLength(4);
+      }
+      expect(bobs.values).toEqual([]);
+      bobs.dispose();
+    } finally {
+      await admin.query(`alter database ${database} allow_connections true`);
+      await admin.end();
+      await Promise.all(clients.map((c) => c.dispose()));
+      await other?.close(true);
+      await app.close();
+    }
+  });
+
   it('leaves no consumer stale: subscriptions, event streams, a waiting request and webhooks all see the jobs end', async () => {
     const receiver = await WebhookReceiver.start();
     const app = await startTestApp(

@@ -147,6 +147,25 @@ function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+/** Where a Pushable hands its values: each at once, in order; then its end (with an error or not). */
+export interface FeedSink<T> {
+  next(value: T): void;
+  end(err?: unknown): void;
+}
+
+/**
+ * An async iterator that can instead hand its values to one sink as they come (once asked to, it
+ * is not pulled any more): a consumer that is one of thousands (a subscription of a busy owner)
+ * then costs a call per value, not a chain of promises.
+ */
+export interface Pushable<T> extends AsyncIterableIterator<T> {
+  pushTo(sink: FeedSink<T>): void;
+}
+
+export function isPushable<T>(it: AsyncIterableIterator<T>): it is Pushable<T> {
+  return typeof (it as Partial<Pushable<T>>).pushTo === 'function';
+}
+
 /**
  * An async iterator fed by pushes, for GraphQL subscriptions. A consumer that falls more than
  * `limit` events behind is ended with an error rather than buffering without bound.
@@ -157,6 +176,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
   private failWaiting: ((err: Error) => void) | null = null;
   private done = false;
   private error: Error | null = null;
+  private forwardTo: ((value: T) => void) | null = null;
 
   constructor(
     private readonly onClose: () => void,
@@ -165,6 +185,7 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
 
   push(value: T): void {
     if (this.done) return;
+    if (this.forwardTo) return this.forwardTo(value);
     if (this.waiting) {
       const resolve = this.waiting;
       this.waiting = this.failWaiting = null;
@@ -174,6 +195,15 @@ export class EventQueue<T> implements AsyncIterableIterator<T> {
     if (this.buffer.length >= this.limit)
       return this.fail(new Error('subscriber too slow; events were dropped'));
     this.buffer.push(value);
+  }
+
+  /**
+   * From now on each value goes to `handler` as it is pushed (those buffered first), not through
+   * next(): for a consumer that takes them at once, without a promise per value (see Pushable).
+   */
+  forward(handler: (value: T) => void): void {
+    this.forwardTo = handler;
+    for (const value of this.buffer.splice(0)) handler(value);
   }
 
   fail(err: Error): void {

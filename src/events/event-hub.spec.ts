@@ -68,3 +68,79 @@ describe('Listeners, paced', () => {
     for (const [i, got] of heard.entries()) expect(got).toEqual(i >= 998 ? [] : [1, 2]);
   });
 });
+
+describe('Listeners, paced, with several events pending', () => {
+  const turn = () => new Promise<void>((r) => setImmediate(r));
+
+  it('hands a listener not reached yet all its pending events in one turn, in order; one already reached hears the rest later', async () => {
+    const listeners = new Listeners<number>();
+    /** Per listener: the events heard, with the turn each came in. */
+    const heard: { event: number; turn: number }[][] = Array.from({ length: 200 }, () => []);
+    let turns = 0;
+    heard.forEach((got) => listeners.add('k', (event) => got.push({ event, turn: turns }), true));
+    listeners.emit(['k'], 1);
+    await turn();
+    turns++;
+    const reached = heard.filter((got) => got.length).length;
+    expect(reached).toBeGreaterThan(0);
+    expect(reached).toBeLessThan(200);
+    // Three more while the first is on its way.
+    listeners.emit(['k'], 2);
+    listeners.emit(['k'], 3);
+    listeners.emit(['k'], 4);
+    for (let i = 0; i < 100 && heard.some((got) => got.length < 4); i++) {
+      await turn();
+      turns++;
+    }
+    for (const got of heard) expect(got.map((h) => h.event)).toEqual([1, 2, 3, 4]);
+    // Those not reached by the first turn heard all four in one turn.
+    for (const got of heard.slice(reached)) expect(new Set(got.map((h) => h.turn)).size).toBe(1);
+    // Those reached heard 2, 3 and 4 together, after the others had heard them.
+    const last = Math.max(...heard.slice(reached).map((got) => got[0].turn));
+    for (const got of heard.slice(0, reached)) {
+      expect(got[1].turn).toBe(got[3].turn);
+      expect(got[1].turn).toBeGreaterThanOrEqual(last);
+    }
+  });
+
+  it('keeps each key apart, drops what a stopped listener had pending, and goes on when one throws', async () => {
+    const listeners = new Listeners<string>();
+    const got: Record<string, string[]> = { a: [], b: [], both: [] };
+    const offA = listeners.add('a', (e) => got.a.push(e), true);
+    listeners.add('b', (e) => got.b.push(e), true);
+    listeners.add('a', (e) => got.both.push(e), true);
+    listeners.add('b', (e) => got.both.push(e), true);
+    listeners.add(
+      'a',
+      () => {
+        throw new Error('broken');
+      },
+      true,
+    );
+    listeners.emit(['a'], 'a1');
+    listeners.emit(['b'], 'b1');
+    listeners.emit(['a', 'b'], 'ab');
+    listeners.emit(['a'], 'a2');
+    offA(); // stopped with three events pending: hears none of them
+    for (let i = 0; i < 5; i++) await turn();
+    expect(got.a).toEqual([]);
+    expect(got.b).toEqual(['b1', 'ab']);
+    expect(got.both).toEqual(['a1', 'ab', 'a2', 'b1', 'ab']);
+    listeners.emit(['b'], 'b2');
+    await turn();
+    expect(got.b).toEqual(['b1', 'ab', 'b2']);
+  });
+
+  it('serves everyone, each event once and in order, when events keep coming during a long round', async () => {
+    const listeners = new Listeners<number>();
+    const heard: number[][] = Array.from({ length: 5000 }, () => []);
+    heard.forEach((got) => listeners.add('k', (e) => got.push(e), true));
+    for (let e = 0; e < 10; e++) {
+      listeners.emit(['k'], e);
+      await turn();
+    }
+    for (let i = 0; i < 1000 && heard.some((got) => got.length < 10); i++) await turn();
+    const all = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+    expect(heard.every((got) => got.join() === all.join())).toBe(true);
+  });
+});

@@ -5,27 +5,35 @@ import type { EventBus } from './event-bus';
 export type Listener<E> = (event: E) => void;
 
 /** How many paced listeners are called before the event loop gets its turn (see Listeners). */
-const PACED_SLICE = 32;
+const PACED_SLICE = 16;
 
 interface Entry<E> {
   listener: Listener<E>;
   paced: boolean;
   live: boolean;
+  /** Paced: the events emitted for it and not handed out yet, in order (null: none, not in the round). */
+  pending: E[] | null;
 }
 
 /**
  * Listeners by key (a filter such as an owner or one job): an event reaches only the listeners of
  * its keys. A listener is called at once, or, when `paced` (many of them, each sending something:
- * subscriptions, event streams), in slices of PACED_SLICE with the event loop's turn between
- * them, so that what else the process does (a job's own steps) never waits for a whole fan-out.
- * Each listener still gets every event once and in order: paced events are handed out one after
- * another, in the order they were emitted.
+ * subscriptions, event streams), in slices of PACED_SLICE listeners with the event loop's turn
+ * between them, so that what else the process does (a job's own steps) never waits for a whole
+ * fan-out.
+ *
+ * Paced listeners wait in one round, each once: a listener not reached yet when more events come
+ * is handed all of its pending events in one turn, one call each, in the order they were emitted,
+ * so that a job's quick events (queued, starting, running, succeeded) reach the last listener
+ * after about one pass over them all, not one pass per event. One already reached joins the end
+ * of the round again. Each listener still gets every event once and in order.
  */
 export class Listeners<E> {
   private readonly byKey = new Map<string, Set<Entry<E>>>();
   private count = 0;
-  /** Paced deliveries not made yet: an event, its listeners, and how many of them were called. */
-  private readonly paced: { event: E; entries: Entry<E>[]; done: number }[] = [];
+  /** The paced listeners with pending events, in the order they are served; `head` is the next. */
+  private round: Entry<E>[] = [];
+  private head = 0;
   private pacing = false;
 
   constructor(private readonly log?: Logger) {}
@@ -35,48 +43,62 @@ export class Listeners<E> {
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
     // An entry of its own, so that the same function may listen twice and each stop removes its own.
-    const own: Entry<E> = { listener, paced, live: true };
+    const own: Entry<E> = { listener, paced, live: true, pending: null };
     set.add(own);
     this.count++;
     return () => {
       if (!set.delete(own)) return;
-      own.live = false; // a paced event on its way skips it
+      own.live = false; // its pending events are dropped
+      own.pending = null;
       this.count--;
       if (!set.size && this.byKey.get(key) === set) this.byKey.delete(key);
     };
   }
 
   emit(keys: readonly string[], event: E): void {
-    const later: Entry<E>[] = [];
+    let later = false;
     for (const key of keys) {
       const set = this.byKey.get(key);
       if (!set) continue;
       for (const entry of set)
-        if (entry.paced) later.push(entry);
-        else this.call(entry, event, key);
+        if (!entry.paced) this.call(entry, event, key);
+        else if (entry.pending) entry.pending.push(event);
+        else {
+          entry.pending = [event];
+          this.round.push(entry);
+          later = true;
+        }
     }
-    if (!later.length) return;
-    this.paced.push({ event, entries: later, done: 0 });
-    if (!this.pacing) {
+    if (later && !this.pacing) {
       this.pacing = true;
       setImmediate(() => this.pace());
     }
   }
 
-  /** One slice of the paced deliveries, then the event loop's turn. */
+  /** One slice of the round (each listener with all its pending events), then the event loop's turn. */
   private pace(): void {
-    for (let budget = PACED_SLICE; budget > 0 && this.paced.length;) {
-      const head = this.paced[0];
-      while (budget > 0 && head.done < head.entries.length) {
-        const entry = head.entries[head.done++];
-        if (!entry.live) continue;
-        budget--;
-        this.call(entry, head.event);
-      }
-      if (head.done === head.entries.length) this.paced.shift();
+    const round = this.round;
+    for (let budget = PACED_SLICE; budget > 0 && this.head < round.length;) {
+      const entry = round[this.head];
+      round[this.head++] = undefined as unknown as Entry<E>; // not kept alive by the round
+      const events = entry.pending;
+      entry.pending = null;
+      if (!events || !entry.live) continue;
+      budget--;
+      for (const event of events) this.call(entry, event);
     }
-    if (this.paced.length) setImmediate(() => this.pace());
-    else this.pacing = false;
+    if (this.head === round.length) {
+      this.round = [];
+      this.head = 0;
+      this.pacing = false;
+      return;
+    }
+    // A round that never empties (events all the time) drops the part already served now and then.
+    if (this.head > 4096 && this.head * 2 > round.length) {
+      this.round = round.slice(this.head);
+      this.head = 0;
+    }
+    setImmediate(() => this.pace());
   }
 
   private call(entry: Entry<E>, event: E, key?: string): void {

@@ -1,7 +1,7 @@
 import { ownerOf, type Principal } from '../common/principal';
 import { isDatabaseUnavailable } from '../common/errors';
 import { pause } from '../common/time';
-import { EventQueue } from '../events/event-bus';
+import { EventQueue, type FeedSink, type Pushable } from '../events/event-bus';
 import type { Job } from './job.entity';
 import type { JobEvents } from './job.events';
 import type { EventScope } from './job.history';
@@ -40,17 +40,31 @@ interface Shared {
 
 const READ_ATTEMPTS = 5;
 
+/** What an item of a feed's queue is mapped to: its values, and whether nothing more can come. */
+interface Mapped<T> {
+  values: T[];
+  last?: boolean;
+}
+
 /**
  * The values of a subscription, each item of `queue` mapped to zero or more of them. Written by
  * hand rather than as an async generator: `return()` (the client unsubscribed) must remove the
  * listener at once, not after some next event that may never come.
+ *
+ * Pulled (next()), or pushed (pushTo: the websocket server's shared executions): then an item
+ * whose values are at hand (most are: see JobLive) is handed on in the hub's call itself, and one
+ * that waits for a read holds the later ones back until it is done, so the order stays.
  */
-class Feed<E, T> implements AsyncIterableIterator<T> {
+class Feed<E, T> implements Pushable<T> {
   private readonly ready: T[];
+  private sink: FeedSink<T> | null = null;
+  /** Pushed: the values being made (a job read); the items that came later wait for it. */
+  private making: Promise<void> | null = null;
+  private closed = false;
 
   constructor(
     private readonly queue: EventQueue<E>,
-    private readonly map: (event: E) => Promise<{ values: T[]; last?: boolean }>,
+    private readonly map: (event: E) => Mapped<T> | Promise<Mapped<T>>,
     first: T[] = [],
     /** Set when nothing more can come (a job that has ended): the feed completes. */
     private ended = false,
@@ -74,14 +88,67 @@ class Feed<E, T> implements AsyncIterableIterator<T> {
     }
   }
 
+  pushTo(sink: FeedSink<T>): void {
+    this.sink = sink;
+    for (const value of this.ready.splice(0)) sink.next(value);
+    if (this.ended) return this.close();
+    this.queue.forward((event) => this.take(event));
+  }
+
   return(): Promise<IteratorResult<T>> {
     void this.queue.return();
+    if (this.sink) this.close();
     return Promise.resolve({ value: undefined, done: true });
   }
 
   [Symbol.asyncIterator](): this {
     return this;
   }
+
+  /** Pushed: one item of the queue. */
+  private take(event: E): void {
+    if (this.making) return this.after(this.making.then(() => this.map(event)));
+    let mapped: Mapped<T> | Promise<Mapped<T>>;
+    try {
+      mapped = this.map(event);
+    } catch (err) {
+      return this.close(err);
+    }
+    if (mapped instanceof Promise) this.after(mapped);
+    else this.hand(mapped);
+  }
+
+  private after(mapped: Promise<Mapped<T>>): void {
+    const making: Promise<void> = mapped
+      .then(
+        (m) => this.hand(m),
+        (err) => this.close(err),
+      )
+      .then(() => {
+        if (this.making === making) this.making = null;
+      });
+    this.making = making;
+  }
+
+  private hand({ values, last }: Mapped<T>): void {
+    if (this.closed) return;
+    for (const value of values) this.sink!.next(value);
+    if (last) this.close();
+  }
+
+  private close(err?: unknown): void {
+    if (this.closed) return;
+    this.closed = true;
+    void this.queue.return();
+    this.sink!.end(err);
+  }
+}
+
+/** The values of an update (at hand, or being read). */
+function mapped(update: Delivery['update'], last?: boolean): Mapped<JobUpdate> | Promise<Mapped<JobUpdate>> {
+  return update instanceof Promise
+    ? update.then((u) => ({ values: u ? [u] : [], last }))
+    : { values: [update], last };
 }
 
 /**
@@ -95,8 +162,11 @@ class Feed<E, T> implements AsyncIterableIterator<T> {
 export class JobLive {
   private watcherCount = 0;
   private logFeeds = 0;
-  /** The event being handed out and what its subscriptions share (the hub hands an event to all its paced listeners before the next). */
-  private current: { event: JobEvent; shared: Shared } | null = null;
+  /**
+   * What the subscriptions of an event share, by the event (the same object for all of them): the
+   * hub may hand several events to one subscription before the next one hears the first.
+   */
+  private readonly shared = new WeakMap<JobEvent, Shared>();
 
   constructor(
     private readonly events: JobEvents,
@@ -111,10 +181,7 @@ export class JobLive {
   /** Every transition of all the principal's jobs. */
   async all(principal: Principal, needs: JobNeeds = null): Promise<AsyncIterableIterator<JobUpdate>> {
     const queue = await this.watch({ owner: ownerOf(principal) }, needs);
-    return new Feed(queue, async (d) => {
-      const update = await d.update;
-      return { values: update ? [update] : [] };
-    });
+    return new Feed(queue, (d) => mapped(d.update));
   }
 
   /**
@@ -136,11 +203,7 @@ export class JobLive {
       const seen = now?.seq ?? 0;
       return new Feed(
         queue,
-        async (d) => {
-          if (d.seq <= seen) return { values: [] };
-          const update = await d.update;
-          return { values: update ? [update] : [], last: isTerminal(d.status) };
-        },
+        (d) => (d.seq <= seen ? { values: [] } : mapped(d.update, isTerminal(d.status))),
         [{ job: current, status: current.status }],
         isTerminal(current.status),
       );
@@ -175,7 +238,7 @@ export class JobLive {
       const now = await this.jobs.byId(job.id);
       return new Feed(
         queue,
-        async (e) => ('lines' in e ? { values: e.lines } : { values: [], last: true }),
+        (e) => ('lines' in e ? { values: e.lines } : { values: [], last: true }),
         [],
         isTerminal((now ?? job).status),
       );
@@ -205,12 +268,9 @@ export class JobLive {
   }
 
   private delivery(e: JobEvent, needs: JobNeeds): Delivery {
-    if (this.current?.event !== e)
-      this.current = {
-        event: e,
-        shared: { fromPayload: e.job ? { job: jobOf(e.job), status: e.status } : null },
-      };
-    const { shared } = this.current;
+    let shared = this.shared.get(e);
+    if (!shared)
+      this.shared.set(e, (shared = { fromPayload: e.job ? { job: jobOf(e.job), status: e.status } : null }));
     const update =
       shared.fromPayload && covers(e.job!, needs) ? shared.fromPayload : (shared.read ??= this.read(e));
     return { seq: e.seq, status: e.status, update };

@@ -7,8 +7,10 @@ import {
   type GraphQLError,
   type GraphQLFormattedError,
 } from 'graphql';
+import type { Socket } from 'node:net';
 import type WebSocket from 'ws';
 import type { Principal } from '../common/principal';
+import { isPushable, type Pushable } from '../events/event-bus';
 import { Loaders } from '../graphql/graphql.loaders';
 
 /** Where a subscription's messages go: its socket, and its id in graphql-ws's protocol. */
@@ -40,6 +42,8 @@ export class SharedExecutions {
   /** Per event: each selection's serialised payload. Weak: gone with the event. */
   private readonly payloads = new WeakMap<object, Map<string, Promise<string> | string>>();
   private runs = 0;
+  /** Sockets corked until the next tick, so that a subscriber's frames go in one write. */
+  private readonly corked = new Set<Socket>();
 
   constructor(
     private readonly opts: {
@@ -69,6 +73,7 @@ export class SharedExecutions {
     const stream = source as AsyncIterableIterator<unknown>;
     const key = selectionKey(args);
     const prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    if (isPushable(stream)) return this.pushed(stream, key, args, target.socket, prefix);
     const next = async (): Promise<IteratorResult<never>> => {
       for (;;) {
         const item = await stream.next();
@@ -86,6 +91,75 @@ export class SharedExecutions {
       return: async () => {
         await stream.return?.();
         return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]: () => feed,
+    };
+    return feed;
+  }
+
+  /**
+   * The same for a stream that pushes its values: each is sent in the call that hands it over when
+   * its payload is made already (the common case: another subscriber's execution), without a
+   * promise per subscriber; one whose execution is under way holds the later ones back, in order.
+   * graphql-ws's one `next()` resolves when the stream ends.
+   */
+  private pushed(
+    stream: Pushable<unknown>,
+    key: string,
+    args: ExecutionArgs,
+    socket: WebSocket,
+    prefix: string,
+  ): AsyncIterableIterator<never> {
+    const DONE: IteratorResult<never> = { value: undefined, done: true };
+    let settle!: (r: IteratorResult<never>) => void;
+    let fail!: (err: unknown) => void;
+    const finished = new Promise<IteratorResult<never>>((resolve, reject) => {
+      settle = resolve;
+      fail = reject;
+    });
+    /** Values waiting for an execution: later ones go after them. */
+    let waiting: Promise<void> | null = null;
+    const later = (step: () => void | Promise<void>) => {
+      const chained: Promise<void> = (waiting ?? Promise.resolve()).then(step).then(() => {
+        if (waiting === chained) waiting = null;
+      });
+      waiting = chained;
+      chained.catch((err) => {
+        fail(err); // graphql-ws sends the error, as when a pulled value fails
+        void stream.return?.();
+      });
+    };
+    const sendValue = (value: unknown): void | Promise<void> => {
+      // A socket closing (too slow, or gone) is sent nothing more: nothing to execute for it.
+      if (socket.readyState !== OPEN) return;
+      const ready = this.payloadOf(value, key, args);
+      if (typeof ready === 'string') return this.send(socket, `${prefix}${ready}}`);
+      return ready.then((payload) => this.send(socket, `${prefix}${payload}}`));
+    };
+    let started = false;
+    const feed: AsyncIterableIterator<never> = {
+      // Called once by graphql-ws, when it is ready for values (as a pulled stream is first read).
+      next: () => {
+        if (!started) {
+          started = true;
+          stream.pushTo({
+            next: (value) => {
+              if (waiting) return later(() => sendValue(value));
+              const sent = sendValue(value);
+              if (sent) later(() => sent);
+            },
+            end: (err) => {
+              const end = () => (err === undefined ? settle(DONE) : fail(err));
+              if (waiting) void waiting.then(end, () => undefined);
+              else end();
+            },
+          });
+        }
+        return finished;
+      },
+      return: async () => {
+        await stream.return?.();
+        return DONE;
       },
       [Symbol.asyncIterator]: () => feed,
     };
@@ -128,7 +202,25 @@ export class SharedExecutions {
       socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
       return;
     }
+    this.cork(socket);
     socket.send(message);
+  }
+
+  /**
+   * The socket's writes wait for the next tick: what is sent in one run of code (the events the hub
+   * handed a subscriber together; or the promises of one turn) leaves in one write, not one each.
+   */
+  private cork(socket: WebSocket): void {
+    // ws keeps its net.Socket private; without one (another implementation) each frame goes alone.
+    const raw = (socket as unknown as { _socket?: Socket })._socket;
+    if (!raw || typeof raw.cork !== 'function' || this.corked.has(raw)) return;
+    raw.cork();
+    this.corked.add(raw);
+    if (this.corked.size === 1)
+      process.nextTick(() => {
+        for (const s of this.corked) s.uncork();
+        this.corked.clear();
+      });
   }
 }
 
