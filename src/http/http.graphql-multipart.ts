@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler } from 'express';
 import type { Readable } from 'node:stream';
 import { Upload, type FileUpload } from 'graphql-upload-minimal';
 import { AppError } from '../common/errors';
@@ -25,10 +25,10 @@ const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype']);
  * the one being read, which the resolver answers.
  */
 export function graphqlMultipart(limits: GraphqlMultipartLimits): RequestHandler {
-  return (req, res, next) => read(req, res, next, limits);
+  return (req, _res, next) => read(req, next, limits);
 }
 
-function read(req: Request, _res: Response, next: NextFunction, limits: GraphqlMultipartLimits): void {
+function read(req: Request, next: NextFunction, limits: GraphqlMultipartLimits): void {
   let form: MultipartForm;
   try {
     form = multipartForm(req.headers['content-type'], {

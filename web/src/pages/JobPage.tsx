@@ -100,6 +100,7 @@ export function JobPage({ id }: { id: string }) {
       </section>
     );
 
+  const waitText = waiting(job);
   return (
     <section aria-labelledby="job-title">
       <p>
@@ -164,10 +165,10 @@ export function JobPage({ id }: { id: string }) {
             <dd>
               {job.machineCount} × {job.machineType}
             </dd>
-            {waiting(job) ? (
+            {waitText ? (
               <>
                 <dt>Waiting</dt>
-                <dd data-testid="job-waiting">{waiting(job)}</dd>
+                <dd data-testid="job-waiting">{waitText}</dd>
               </>
             ) : null}
             {job.exitCode !== null ? (
