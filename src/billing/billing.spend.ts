@@ -32,6 +32,8 @@ export const PERIOD_START_SQL = raw(`date_trunc('month', now() at time zone 'UTC
 export const PERIOD_STOP_SQL = raw(
   `(date_trunc('month', now() at time zone 'UTC') + interval '1 month')::date`,
 );
+/** The current period's start as a timestamptz (UTC midnight). */
+export const PERIOD_START_AT_SQL = raw(`(${PERIOD_START_SQL.compile().text})::timestamp at time zone 'UTC'`);
 
 /**
  * The month's storage so far of the owner `ownerType`/`ownerId` (SQL expressions), priced, as SQL
@@ -39,7 +41,7 @@ export const PERIOD_STOP_SQL = raw(
  * `storage_open` from their start (or the month's) to now(). Rows per day, not per file.
  */
 export function storageSpentSql(prices: PriceList, ownerType: Sql, ownerId: Sql): Sql {
-  const start = raw(`(${PERIOD_START_SQL.compile().text})::timestamp at time zone 'UTC'`);
+  const start = PERIOD_START_AT_SQL;
   const at = raw(`(o.day::timestamp at time zone 'UTC')`);
   return sql`((coalesce((select sum(x.byte_seconds) from storage_daily x
        where x.owner_type = ${ownerType} and x.owner_id = ${ownerId}

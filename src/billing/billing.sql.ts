@@ -122,7 +122,7 @@ export function spanSums(
   fewWeights: boolean,
 ): Statement {
   const s = sql`${w.start.toISOString()}::timestamptz`;
-  const bounds = sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
+  const bounds = boundsSql(bucketStarts);
   const columns = raw(
     keys.map((k) => (k === 'model_id' ? 'model_id::text as model_id, ' : `${k}, `)).join(''),
   );
@@ -169,7 +169,7 @@ export function rollupSums(
   keys: GroupKey[],
 ): Statement {
   const s = sql`${start.toISOString()}::timestamptz`;
-  const bounds = sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
+  const bounds = boundsSql(bucketStarts);
   const columns = raw(
     keys.map((k) => (k === 'model_id' ? 'model_id::text as model_id, ' : `${k}, `)).join(''),
   );
@@ -204,7 +204,7 @@ export function storageRollupSums(w: Window, stop: Date, bucketStarts: Date[]): 
   const { owner } = w;
   const s = sql`${w.start.toISOString()}::timestamptz`;
   const e = sql`${w.asOf.toISOString()}::timestamptz`;
-  const bounds = sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
+  const bounds = boundsSql(bucketStarts);
   const at = raw(`(day::timestamp at time zone 'UTC')`);
   return sql`
     select width_bucket(${at}, ${bounds}) as first, width_bucket(${at}, ${bounds}) as last, 0 as count,
@@ -220,4 +220,9 @@ export function storageRollupSums(w: Window, stop: Date, bucketStarts: Date[]): 
           from storage_open
           where owner_type = ${owner.type} and owner_id = ${owner.id} and ${at} < ${e} and bytes <> 0) o
     group by first`;
+}
+
+/** Bucket starts as a timestamptz[] for `width_bucket`. */
+function boundsSql(bucketStarts: Date[]): Statement {
+  return sql`${`{${bucketStarts.map((d) => d.toISOString()).join(',')}}`}::timestamptz[]`;
 }

@@ -6,7 +6,13 @@ import { formatDecimal, MAX_PRICE_DECIMALS } from '../common/decimal';
 import { raw, sql } from '../db/sql';
 import type { AuditLog } from '../teams/audit.service';
 import { authorize } from '../teams/team.roles';
-import { PERIOD_START_SQL, PERIOD_STOP_SQL, priceSql, storageSpentSql } from './billing.spend';
+import {
+  PERIOD_START_AT_SQL,
+  PERIOD_START_SQL,
+  PERIOD_STOP_SQL,
+  priceSql,
+  storageSpentSql,
+} from './billing.spend';
 
 export type BudgetAction = 'block' | 'notify';
 
@@ -154,7 +160,7 @@ export class BudgetService {
     owner: Owner,
     request: { perJob: string; count: number } | null,
   ): Promise<StatusRow[]> {
-    const start = raw(`(${PERIOD_START_SQL.compile().text})::timestamp at time zone 'UTC'`);
+    const start = PERIOD_START_AT_SQL;
     const base = request
       ? sql`select * from budgets where owner_type = ${owner.type} and owner_id = ${owner.id} and action = 'block'`
       : sql`select b.* from (select 1) one left join budgets b on b.owner_type = ${owner.type} and b.owner_id = ${owner.id}`;
