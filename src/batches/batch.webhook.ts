@@ -51,7 +51,10 @@ export class BatchCompletion {
       const batchId = e.job?.batch as string | null | undefined;
       // A transition read back after a gap carries no job: its batch is found by the check itself.
       if (!isTerminal(e.status) || batchId === null) return;
-      if (batchId === undefined) void this.checkJob(e.jobId);
+      if (batchId === undefined)
+        void this.checkJob(e.jobId).catch((err) =>
+          this.log.warn({ err, jobId: e.jobId }, 'cannot find the batch of an ended job'),
+        );
       else this.schedule(batchId);
     });
   }
