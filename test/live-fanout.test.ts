@@ -63,9 +63,13 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 
 type Update = { jobs: { id: string; status: string } };
 
-/** Collects a `jobs` subscription's values until `stop` says so. */
+/**
+ * Collects a `jobs` subscription's values until `stop` says so; `check` asks `stop` again (for a
+ * condition that changed since the last value came).
+ */
 function collect(client: Client, query: string, stop: (values: Update[]) => boolean) {
   const values: Update[] = [];
+  let check = () => {};
   const done = new Promise<Update[]>((resolve, reject) => {
     const dispose = client.subscribe<Update>(
       { query },
@@ -73,17 +77,19 @@ function collect(client: Client, query: string, stop: (values: Update[]) => bool
         next: (v) => {
           if (v.errors) return reject(new Error(JSON.stringify(v.errors)));
           values.push(v.data!);
-          if (stop(values)) {
-            dispose();
-            resolve(values);
-          }
+          check();
         },
         error: reject,
         complete: () => resolve(values),
       },
     );
+    check = () => {
+      if (!stop(values)) return;
+      dispose();
+      resolve(values);
+    };
   });
-  return { values, done };
+  return { values, done, check: () => check() };
 }
 
 async function registered(app: TestApp, count: number): Promise<void> {
@@ -226,6 +232,7 @@ describe('several events pending for a subscriber', () => {
           }),
         ),
       );
+      for (const s of subscribers) s.check();
       await within(
         Promise.all(subscribers.map((s) => s.done)),
         120_000,
@@ -366,17 +373,27 @@ describe('a slow consumer of pushed events', () => {
         );
       await registered(app, SUBSCRIPTIONS);
       socket.pause();
+      const JOBS = 3;
       const jobs: string[] = [];
-      const following = collect(fast, `subscription { jobs { id status } }`, (v) =>
-        jobs.every((id) => v.some((x) => x.jobs.id === id && x.jobs.status === 'SUCCEEDED')),
+      // The ids are known only once every deploy has answered; until then the first job's events
+      // may already come, and an empty list would stop the collection at once.
+      const following = collect(
+        fast,
+        `subscription { jobs { id status } }`,
+        (v) =>
+          jobs.length === JOBS &&
+          jobs.every((id) => v.some((x) => x.jobs.id === id && x.jobs.status === 'SUCCEEDED')),
       );
       await registered(app, SUBSCRIPTIONS + 1);
       // Jobs whose log tail is long, run at once (the worker of `t`): their events come while
       // the hub hands the earlier ones out.
       const chatty = await programModel(t, alice, 'lines 4000 0');
       jobs.push(
-        ...(await Promise.all([0, 1, 2].map(async () => (await deploy(t, alice, chatty, {})).jobId))),
+        ...(await Promise.all(
+          Array.from({ length: JOBS }, async () => (await deploy(t, alice, chatty, {})).jobId),
+        )),
       );
+      following.check();
       const seen = await within(following.done, 120_000, 'the chatty jobs on the fast socket');
       for (const id of jobs)
         expect(seen.filter((v) => v.jobs.id === id).map((v) => v.jobs.status)).toEqual(SEQUENCE);
