@@ -254,8 +254,27 @@ describe('cancel and retry', () => {
     });
     expect(res.status).toBe(201);
     await batchUntil(alice, res.body.id, (b) => b.counts.running === 2);
+    const em = t.runtime.orm.em.fork();
+    const [{ owner_id: owner }] = await em.execute(`select owner_id from jobs where batch_id = ? limit 1`, [
+      res.body.id,
+    ]);
+    const counters = async () =>
+      (
+        await em.execute(
+          `select u.running_jobs, (select coalesce(sum(jobs), 0)::int from spend_daily s
+             where s.owner_id = u.owner_id and s.model_id = ?) as spent_jobs
+           from owner_usage u where u.owner_type = 'user' and u.owner_id = ?`,
+          [model, owner],
+        )
+      )[0];
+    const running = await counters();
     const canceled = await api(alice).post(`/api/v1/batches/${res.body.id}/cancel`);
     expect(canceled.status).toBe(200);
+    // The two running ones gave their slots back and their run joined the spend, as a job's cancel does.
+    expect(await counters()).toEqual({
+      running_jobs: running.running_jobs - 2,
+      spent_jobs: running.spent_jobs + 2,
+    });
     expect(canceled.body.status).toBe('canceled');
     expect(canceled.body.counts).toEqual({
       queued: 0,
@@ -557,12 +576,35 @@ describe('without a worker (the jobs stay queued)', () => {
     const jobs = api2.runtime.services.jobs;
     await jobs.transition(ids[0], 'canceled', {});
     const worker = '00000000-0000-4000-8000-0000000000aa';
+    const [{ owner_id: owner }] = await em.execute(`select owner_id from jobs where id = ?`, [ids[0]]);
+    const usage = async () =>
+      (
+        await em.execute(`select running_jobs from owner_usage where owner_type = 'user' and owner_id = ?`, [
+          owner,
+        ])
+      )[0]?.running_jobs ?? 0;
+    const before = await usage();
+    // A quota the set does not fit: none of it is claimed, and the caller learns that some were free.
+    await em.execute(
+      `insert into owner_quotas (owner_type, owner_id, max_running_jobs, machines, shares, updated_at)
+       values ('user', ?, ?, '{}', 1, now())`,
+      [owner, before + 3],
+    );
+    expect(await jobs.claimQueued(ids, worker, 4)).toEqual({ jobs: [], picked: 4 });
+    expect(await usage()).toBe(before);
+    await em.execute(`update owner_quotas set max_running_jobs = ? where owner_id = ?`, [before + 6, owner]);
     const first = await jobs.claimQueued(ids, worker, 4);
-    expect(first).toHaveLength(4);
-    expect(first.every((j) => j.status === 'starting' && j.workerId === worker)).toBe(true);
+    expect(first.jobs).toHaveLength(4);
+    expect(first.jobs.every((j) => j.status === 'starting' && j.workerId === worker && j.claimedAt)).toBe(
+      true,
+    );
+    // They count as running for their owner, as one claim's job does.
+    expect(await usage()).toBe(before + 4);
     const rest = await jobs.claimQueued(ids, worker, 100);
-    expect(rest).toHaveLength(2);
-    expect(await jobs.claimQueued(ids, worker, 100)).toEqual([]);
+    expect(rest.jobs).toHaveLength(2);
+    expect(await usage()).toBe(before + 6);
+    expect(await jobs.claimQueued(ids, worker, 100)).toEqual({ jobs: [], picked: 0 });
+    await em.execute(`delete from owner_quotas where owner_id = ?`, [owner]);
     const transitions = await em.execute(
       `select count(*)::int as n from job_transitions where job_id = any(?::uuid[]) and to_status = 'starting'`,
       [`{${ids.join(',')}}`],

@@ -73,6 +73,12 @@ export interface JobObserver {
   line(stream: LogStream, line: string, earlier?: boolean): void;
   /** Once, last: the job ended and every line was delivered. */
   ended(exit: JobExit): void;
+  /**
+   * Asked by an executor that holds a job back until it has room (the local one): true when the
+   * job need not start any more (canceled, or its worker stopping). It then ends at once, as
+   * canceled, without having run.
+   */
+  abandoned?(): boolean;
 }
 
 /**

@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
 import { createLogger } from '../common/logger';
+import type { JobExit, JobObserver, JobSpec } from './executor.port';
 import { JOB_ENV } from './job.env';
 import { LineSplitter, LocalExecutor, MAX_LINE } from './local.executor';
 
@@ -64,5 +67,89 @@ describe('LocalExecutor.stopOrphan', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
+  });
+});
+
+describe('LocalExecutor, a job held back for room', () => {
+  const launcher = [
+    process.execPath,
+    '-r',
+    require.resolve('@swc-node/register'),
+    path.join(__dirname, 'launcher.ts'),
+  ];
+  const spec = (argv: string[]): JobSpec => ({
+    jobId: randomUUID(),
+    owner: { type: 'user', id: randomUUID() },
+    argv,
+    env: {},
+    container: 'local',
+    machineType: 'cpu',
+    machineCount: 1,
+    timeoutSeconds: 60,
+    inputs: [],
+    workDir: os.tmpdir(),
+    outputDir: os.tmpdir(),
+  });
+  /** An observer recording what it is told; `abandoned` answers `gone`. */
+  const observer = () => {
+    const told: string[] = [];
+    let end!: (exit: JobExit) => void;
+    const ended = new Promise<JobExit>((resolve) => (end = resolve));
+    const state = { gone: false };
+    const observer: JobObserver = {
+      pending: () => told.push('pending'),
+      running: () => told.push('running'),
+      line: (_, l) => told.push(l),
+      ended: (exit) => {
+        told.push('ended');
+        end(exit);
+      },
+      abandoned: () => state.gone,
+    };
+    return { state, told, ended, observer };
+  };
+
+  it('never starts once it need not (canceled while it waited), and ends as canceled; the next one runs', async () => {
+    const executor = new LocalExecutor({
+      concurrency: 1,
+      path: '/usr/bin:/bin',
+      programs: {},
+      launcher,
+      log: createLogger('silent'),
+    });
+    try {
+      const [first, held, next] = [observer(), observer(), observer()];
+      await executor.submit(spec(['sh', '-c', 'sleep 0.3; echo first']), first.observer);
+      const heldId = executor.submit(spec(['sh', '-c', 'echo held']), held.observer);
+      const nextId = executor.submit(spec(['sh', '-c', 'echo next']), next.observer);
+      held.state.gone = true;
+      expect(await heldId).toBe('');
+      expect(await held.ended).toEqual({ exitCode: null, signal: null, reason: 'canceled' });
+      expect(held.told).toEqual(['ended']);
+      expect(await nextId).not.toBe('');
+      expect((await next.ended).exitCode).toBe(0);
+      // (A line may come before `running` is told: both arrive in one read of the launcher's pipe.)
+      expect(next.told.sort()).toEqual(['ended', 'next', 'running']);
+      expect(first.told.sort()).toEqual(['ended', 'first', 'running']);
+    } finally {
+      await executor.close();
+    }
+  });
+
+  it('never starts when the executor closed while it waited', async () => {
+    const executor = new LocalExecutor({
+      concurrency: 1,
+      path: '/usr/bin:/bin',
+      programs: {},
+      launcher,
+      log: createLogger('silent'),
+    });
+    const [first, held] = [observer(), observer()];
+    await executor.submit(spec(['sleep', '30']), first.observer);
+    const heldId = executor.submit(spec(['sh', '-c', 'echo held']), held.observer);
+    await executor.close();
+    expect((await first.ended).reason).toBe('canceled');
+    expect(await heldId).toBe('');
+    expect(held.told).toEqual(['ended']);
   });
 });

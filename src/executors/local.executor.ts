@@ -69,6 +69,11 @@ export class LocalExecutor implements Executor {
       ? this.opts.programs[program]
       : [program];
     await this.acquire();
+    if (this.closed || observer.abandoned?.()) {
+      this.release();
+      observer.ended({ exitCode: null, signal: null, reason: 'canceled' });
+      return '';
+    }
     let spawned!: Running['spawned'];
     let end!: Running['end'];
     const line = (stream: LogStream) => (l: string) => {

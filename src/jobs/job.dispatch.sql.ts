@@ -37,8 +37,9 @@ function limits(s: DispatchSettings, ot: string, oid: string, mt: string): { job
 }
 
 /**
- * Whether one more job of `mc` machines of type `mt` fits the owner's quotas, given `running`
- * jobs and `inUse` machines of that type (-1 from `limits` stands for an explicit "unlimited").
+ * Whether `n` more jobs of `mc` machines (in all) of type `mt` fit the owner's quotas, given
+ * `running` jobs and `inUse` machines of that type (-1 from `limits` stands for an explicit
+ * "unlimited").
  */
 function fits(
   s: DispatchSettings,
@@ -48,69 +49,86 @@ function fits(
   mc: string,
   running: string,
   inUse: string,
+  n: string,
 ): Sql {
   const l = limits(s, ot, oid, mt);
-  return sql`(${l.jobs} is null or ${raw(running)} < ${l.jobs})
+  return sql`(${l.jobs} is null or ${raw(running)} + ${raw(n)} <= ${l.jobs})
     and (${l.machines} is null or ${l.machines} < 0 or ${raw(inUse)} + ${raw(mc)} <= ${l.machines})`;
 }
 
 /**
- * A CTE that counts the job of the one-row `source` (owner_type, owner_id, machine_type,
- * machine_count) as running for its owner if its quotas allow, creating the owner's row. It
- * returns a row if and only if the job may be claimed. The conflict branch decides on the row's
- * latest version under its lock, so two claims of one owner never both pass its last slot.
+ * A CTE that counts the jobs of the one-row `source` (owner_type, owner_id, machine_type,
+ * machine_count: their machines in all, and `jobs`: how many, if not one) as running for their
+ * owner if its quotas allow them all, creating the owner's row. It returns a row if and only if
+ * they may be claimed. The conflict branch decides on the row's latest version under its lock,
+ * so two claims of one owner never both pass its last slot.
  */
-export function takeSlotCte(name: string, source: string, s: DispatchSettings, when: Sql = raw('true')): Cte {
+export function takeSlotCte(
+  name: string,
+  source: string,
+  s: DispatchSettings,
+  when: Sql = raw('true'),
+  jobs = '1',
+): Cte {
   const mt = `(select key from jsonb_each(excluded.running_machines))`;
   const mc = `(select value::int from jsonb_each_text(excluded.running_machines))`;
   return {
     name,
     sql: sql`
       insert into owner_usage as u (owner_type, owner_id, running_jobs, running_machines, running_started_sum)
-      select s.owner_type, s.owner_id, 1, jsonb_build_object(s.machine_type, s.machine_count),
+      select s.owner_type, s.owner_id, ${raw(jobs)}, jsonb_build_object(s.machine_type, s.machine_count),
              s.machine_count * extract(epoch from now())
       from ${raw(source)} s
-      where ${when} and ${fits(s, 's.owner_type', 's.owner_id', 's.machine_type', 's.machine_count', '0', '0')}
+      where ${when} and ${fits(s, 's.owner_type', 's.owner_id', 's.machine_type', 's.machine_count', '0', '0', jobs)}
       on conflict (owner_type, owner_id) do update set
-        running_jobs = u.running_jobs + 1,
+        running_jobs = u.running_jobs + excluded.running_jobs,
         running_machines = u.running_machines || jsonb_build_object(${raw(mt)},
           coalesce((u.running_machines ->> ${raw(mt)})::int, 0) + ${raw(mc)}),
         running_started_sum = u.running_started_sum + excluded.running_started_sum
-      where ${fits(s, 'u.owner_type', 'u.owner_id', mt, mc, 'u.running_jobs', `coalesce((u.running_machines ->> ${mt})::int, 0)`)}
+      where ${fits(s, 'u.owner_type', 'u.owner_id', mt, mc, 'u.running_jobs', `coalesce((u.running_machines ->> ${mt})::int, 0)`, 'excluded.running_jobs')}
       returning u.owner_type`,
   };
 }
 
 /**
- * A CTE over the rows `upd` of jobs that just ended (with `from_status`): those that were claimed
- * leave their owner's counters, and their machine-seconds since the claim join its usage, the
- * usage decayed to now first.
+ * A CTE over the rows `upd` of jobs that just ended (with `from_status`; any number, of any
+ * owners): those that were claimed leave their owners' counters, and their machine-seconds since
+ * the claim join the usage, the usage decayed to now first. Summed per owner (and per machine
+ * type within it) first: an UPDATE ... FROM applies one row per target row.
  */
 export const usageEndCte = (name: string, upd: string, s: DispatchSettings): Cte => ({
   name,
   sql: sql`
     update owner_usage u set
-      running_jobs = greatest(u.running_jobs - 1, 0),
-      running_machines = u.running_machines || jsonb_build_object(e.machine_type,
-        greatest(coalesce((u.running_machines ->> e.machine_type)::int, 0) - e.machine_count, 0)),
-      running_started_sum = u.running_started_sum - e.machine_count * extract(epoch from e.claimed_at),
-      usage = u.usage * power(0.5, extract(epoch from now() - u.decayed_at) / ${s.halfLifeSeconds})
-              + e.machine_count * greatest(extract(epoch from now() - e.claimed_at), 0),
+      running_jobs = greatest(u.running_jobs - e.jobs, 0),
+      running_machines = u.running_machines || (select jsonb_object_agg(t.key,
+        greatest(coalesce((u.running_machines ->> t.key)::int, 0) - t.value::int, 0)) from jsonb_each_text(e.machines) t),
+      running_started_sum = u.running_started_sum - e.started_sum,
+      usage = u.usage * power(0.5, extract(epoch from now() - u.decayed_at) / ${s.halfLifeSeconds}) + e.used,
       decayed_at = now()
-    from ${raw(upd)} e
+    from (
+      select owner_type, owner_id, sum(jobs) as jobs, jsonb_object_agg(machine_type, machines) as machines,
+             sum(started_sum) as started_sum, sum(used) as used
+      from (
+        select owner_type, owner_id, machine_type, count(*) as jobs, sum(machine_count) as machines,
+               sum(machine_count * extract(epoch from claimed_at)) as started_sum,
+               sum(machine_count * greatest(extract(epoch from now() - claimed_at), 0)) as used
+        from ${raw(upd)} where from_status in ('starting', 'running') and claimed_at is not null
+        group by 1, 2, 3) by_type
+      group by 1, 2) e
     where u.owner_type = e.owner_type and u.owner_id = e.owner_id
-      and e.from_status in ('starting', 'running') and e.claimed_at is not null
     returning 1`,
 });
 
 /**
- * An expression that enqueues one dispatch task when a job of `upd` left a slot and jobs wait:
- * a task whose claim found every waiting job over its quota ended, and this one takes over.
+ * An expression that enqueues one dispatch task when a job of `upd` left a slot and jobs wait (at
+ * most `max` for the statement): a task whose claim found every waiting job over its quota
+ * ended, and this one takes over.
  */
-export const wakeSql = (upd: string): Sql =>
+export const wakeSql = (upd: string, max?: number): Sql =>
   raw(`(select count(graphile_worker.add_job('${DISPATCH_TASK}', '{}'::json, max_attempts => 5))
-        from ${upd} e where e.from_status in ('starting', 'running')
-        and exists (select 1 from jobs w where w.status = 'queued')) as woken`);
+        from (select 1 from ${upd} e where e.from_status in ('starting', 'running')
+              and exists (select 1 from jobs w where w.status = 'queued')${max === undefined ? '' : ` limit ${max}`}) e) as woken`);
 
 /**
  * The claim: a free slot of the worker `workerId` takes the best queued job, in one statement.

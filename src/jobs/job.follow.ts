@@ -124,6 +124,8 @@ export class JobFollow implements JobObserver {
     /** How it is submitted: by default on its own (`executor.submit`); a batch's chunk together. */
     private readonly submitVia: SubmitFn = (spec, observer, retry) =>
       ctx.executor.submit(spec, observer, retry),
+    /** Its `running` and `succeeded` written with other jobs' (JobService.transitionInSet). */
+    private readonly inSets = false,
   ) {
     this.externalId = job.externalId;
     this.retry = new UnavailableRetry(ctx.clusterRetrySeconds);
@@ -160,6 +162,10 @@ export class JobFollow implements JobObserver {
   ended(exit: JobExit): void {
     this.exited = true;
     this.then(() => this.onEnded(exit));
+  }
+
+  abandoned(): boolean {
+    return this.stopRequested || this.released;
   }
 
   /**
@@ -279,7 +285,10 @@ export class JobFollow implements JobObserver {
     const moved = await this.ctx.untilAvailable(async (retry) => {
       // A retried statement may have committed before its answer was lost.
       const now = retry ? await jobs.byId(this.job.id) : null;
-      return now?.status === 'running' ? now : jobs.transition(this.job.id, 'running', { externalId, nodes });
+      if (now?.status === 'running') return now;
+      return this.inSets
+        ? jobs.transitionInSet(this.job.id, 'running', { externalId, nodes })
+        : jobs.transition(this.job.id, 'running', { externalId, nodes });
     });
     if (moved) this.status = 'running';
     else this.stop(); // canceled while starting
@@ -320,12 +329,10 @@ export class JobFollow implements JobObserver {
         result: this.log.result(),
       };
       // Its outputs become visible in the same statement; canceled at the last moment, none do.
-      const moved = await this.ctx.jobs.transition(this.job.id, 'succeeded', {
-        exitCode: exit.exitCode,
-        logTail: this.log.tail(),
-        output,
-        publishOutputs: true,
-      });
+      const fields = { exitCode: exit.exitCode, logTail: this.log.tail(), output, publishOutputs: true };
+      const moved = await (this.inSets
+        ? this.ctx.jobs.transitionInSet(this.job.id, 'succeeded', fields)
+        : this.ctx.jobs.transition(this.job.id, 'succeeded', fields));
       if (moved) return;
       await this.ctx.media.discardJobOutputs(this.job.id);
     } else if (await this.fail(error, exit.exitCode, this.error === null && infrastructureFailure(exit))) {

@@ -34,6 +34,20 @@ const OWN_BEAT_TRUST_MS = 15_000;
 const CLUSTER_DISPATCH_CONCURRENCY = 8;
 /** Pending reasons are written together, at most this often. */
 const PENDING_NOTES_MS = 1000;
+/**
+ * A local batch's chunk claims ahead as many jobs as this worker finishes in about this long
+ * (so that its processes start back to back), at most MAX_LOOKAHEAD; an interactive job waits
+ * at most about this long behind them for a slot.
+ */
+const LOOKAHEAD_MS = 100;
+const MAX_LOOKAHEAD = 128;
+/** A local chunk's task claims for at most this long, then gives the rest back to the queue. */
+const SLICE_MS = 1000;
+/** Batches whose pace this worker remembers (for their lookahead). */
+const PACES_KEPT = 64;
+/** A batch's pace is measured over windows this long, from this many ends on. */
+const PACE_WINDOW_MS = 1000;
+const PACE_MIN_ENDS = 4;
 
 export interface JobRunnerOptions {
   databaseUrl: string;
@@ -75,8 +89,12 @@ export class JobRunner implements LocalWorker {
   private readonly timers: NodeJS.Timeout[] = [];
   /** Jobs this worker has claimed or taken over and not finished with (null while claiming). */
   private readonly following = new Map<string, JobFollow | null>();
-  /** Dispatch tasks waiting for room under `concurrency` (detached executors only). */
+  /** Dispatch tasks waiting for a slot; a local batch's chunk claims no more ahead while one does. */
   private readonly waiting: (() => void)[] = [];
+  /** Local chunks waiting for one of this worker's jobs to end. */
+  private chunkWaiters: (() => void)[] = [];
+  /** Of recent local batches: the time between two of their jobs' ends here (an average), in ms. */
+  private readonly paces = new Map<string, { since: number; ends: number; interval: number | null }>();
   private offEvents: (() => void)[] = [];
   private stopping = false;
   private lastBeat = 0;
@@ -176,7 +194,7 @@ export class JobRunner implements LocalWorker {
         if (free() && !this.stopping) this.follow(job, false);
       },
       release: () => {
-        if (free()) this.waiting.shift()?.();
+        if (free()) this.wakeOne();
       },
     };
   }
@@ -199,7 +217,7 @@ export class JobRunner implements LocalWorker {
         preset: registeringPreset(this.registerQueueWorker),
         events,
         taskList: {
-          [DISPATCH_TASK]: async () => this.dispatch(),
+          [DISPATCH_TASK]: async (payload) => this.dispatch(Boolean((payload as { jobId?: string })?.jobId)),
           [BATCH_DISPATCH_TASK]: async (payload) => this.dispatchChunk(payload as BatchChunk),
         },
       }),
@@ -246,6 +264,7 @@ export class JobRunner implements LocalWorker {
     this.stopServing();
     for (const t of this.timers) clearInterval(t);
     for (const wake of this.waiting.splice(0)) wake();
+    for (const wake of this.chunkWaiters.splice(0)) wake();
     if (this.executor.detached) {
       // Dispatches in flight finish their submission first, so that nothing is half submitted.
       await Promise.all(this.runners.map((r) => r.stop()));
@@ -324,7 +343,11 @@ export class JobRunner implements LocalWorker {
    * claim ends: the job it was queued for was taken by another task, canceled, or waits for a
    * quota, and the end of a job queues the task that takes it then.
    */
-  private async dispatch(): Promise<void> {
+  private async dispatch(forJob: boolean): Promise<void> {
+    // A wake-up (queued when a job ended, for jobs a quota held) that finds every slot taken
+    // ends: the slot went to another job, whose end wakes another. Waiting, it would hold a
+    // queue slot that a batch's next chunk needs.
+    if (!forJob && this.following.size >= this.opts.concurrency) return;
     // Slots may be held by jobs claimed where they were created (reserve), not by tasks only.
     await this.room();
     if (this.stopping) throw new WorkerStopping('the worker is shutting down; the job stays queued');
@@ -337,7 +360,7 @@ export class JobRunner implements LocalWorker {
     } finally {
       this.following.delete(slot);
       // Nothing claimed (or the claim failed): the slot goes to a task waiting for one.
-      if (!job) this.waiting.shift()?.();
+      if (!job) this.wakeOne();
     }
     if (!job) return;
     const follow = this.follow(job, false);
@@ -348,21 +371,25 @@ export class JobRunner implements LocalWorker {
    * A batch's chunk (JobStore.createItems). An executor that submits many jobs at once
    * (`submitMany`: Slurm arrays) gets as many of the chunk's queued jobs as this worker has room
    * for, claimed in one statement and submitted together; the rest goes back to the queue as a
-   * chunk of its own. Any other executor gets each job on its own, as a single deployment's
-   * (one dispatch task per job, at the batch's lower priority).
+   * chunk of its own. The local executor runs the chunk itself (runChunk). Any other executor
+   * gets each job on its own, as a single deployment's (one dispatch task per job, at the
+   * batch's lower priority); so does a chunk whose claim a quota holds, whose jobs then wait for
+   * it as single jobs do.
    */
   private async dispatchChunk(chunk: BatchChunk): Promise<void> {
     const { executor } = this;
-    if (!executor.submitMany) return this.jobs.dispatchEach(chunk.jobIds);
+    if (!executor.submitMany)
+      return executor.detached ? this.jobs.dispatchEach(chunk.jobIds) : this.runChunk(chunk);
     await this.room();
     if (this.stopping) throw new WorkerStopping('the worker is shutting down; the jobs stay queued');
-    const claimed = await this.jobs.claimQueued(
+    const { jobs: claimed, picked } = await this.jobs.claimQueued(
       chunk.jobIds,
       this.instanceId,
       this.opts.concurrency - this.following.size,
     );
     const taken = new Set(claimed.map((j) => j.id));
     const rest = chunk.jobIds.filter((id) => !taken.has(id));
+    if (!claimed.length && picked) return this.jobs.dispatchEach(rest);
     if (rest.length) await this.jobs.requeueChunk(chunk.batchId, rest);
     const group = new SubmitGroup(
       (spec, observer, retry) => executor.submit(spec, observer, retry),
@@ -377,18 +404,90 @@ export class JobRunner implements LocalWorker {
     await Promise.all(follows.map((f) => (executor.detached ? f.started : f.done)));
   }
 
+  /**
+   * A batch's chunk on the local executor, run by this worker: its queued jobs are claimed a set
+   * at a time (one statement), as many as it has slots for plus as many as it finishes in about
+   * LOOKAHEAD_MS at the batch's pace here, so that the processes start back to back; their moves
+   * are written in sets too (JobService.transitionInSet). The task claims for at most SLICE_MS
+   * (once the jobs are long, one set), gives the rest back to the queue as a chunk, and returns
+   * without waiting for its jobs: the queue's other tasks get their turn, and no set is claimed
+   * while an interactive job's task waits for a slot.
+   */
+  private async runChunk(chunk: BatchChunk): Promise<void> {
+    const began = Date.now();
+    let rest = chunk.jobIds;
+    let claimedAny = false;
+    while (rest.length && !this.stopping) {
+      const ahead = this.lookahead(chunk.batchId);
+      const yielding = this.waiting.length > 0;
+      if (yielding || this.following.size >= this.opts.concurrency + Math.floor((ahead ?? 0) / 2)) {
+        // Long jobs (no lookahead) hand the queue slot back at once; short ones after SLICE_MS.
+        if (claimedAny && (ahead === 0 || yielding || Date.now() - began > SLICE_MS)) break;
+        await new Promise<void>((resolve) => this.chunkWaiters.push(resolve));
+        continue;
+      }
+      const room = this.opts.concurrency + (ahead ?? 0) - this.following.size;
+      const { jobs, picked } = await this.jobs.claimQueued(rest, this.instanceId, room);
+      // None claimed: a quota holds them (as single jobs they wait for it), or none is queued
+      // any more (canceled, or claimed by another worker).
+      if (!jobs.length) return picked ? this.jobs.dispatchEach(rest) : undefined;
+      claimedAny = true;
+      const taken = new Set(jobs.map((j) => j.id));
+      rest = rest.filter((id) => !taken.has(id));
+      for (const job of jobs)
+        void this.follow(job, false, undefined, true).done.then(() => this.paced(chunk.batchId));
+    }
+    if (!claimedAny && this.stopping)
+      throw new WorkerStopping('the worker is shutting down; the jobs stay queued');
+    if (rest.length) await this.jobs.requeueChunk(chunk.batchId, rest);
+  }
+
+  /**
+   * How many jobs of the batch to claim beyond the free slots (LOOKAHEAD_MS at its pace here);
+   * null while its pace is not known yet.
+   */
+  private lookahead(batchId: string): number | null {
+    const interval = this.paces.get(batchId)?.interval;
+    if (!interval) return null;
+    return Math.min(MAX_LOOKAHEAD, Math.floor(LOOKAHEAD_MS / interval));
+  }
+
+  /**
+   * A job of the batch ended here: its pace, the time per end over the last PACE_WINDOW_MS (ends
+   * come in bunches, as their moves are written in sets).
+   */
+  private paced(batchId: string): void {
+    const at = performance.now();
+    let pace = this.paces.get(batchId);
+    if (!pace) {
+      if (this.paces.size >= PACES_KEPT) this.paces.delete(this.paces.keys().next().value!);
+      this.paces.set(batchId, (pace = { since: at, ends: 0, interval: null }));
+    }
+    pace.ends++;
+    const elapsed = at - pace.since;
+    if (pace.ends >= PACE_MIN_ENDS) pace.interval = elapsed / pace.ends;
+    if (elapsed > PACE_WINDOW_MS) Object.assign(pace, { since: at, ends: 0 });
+  }
+
   /** Waits while this worker follows as many jobs as it may. */
   private async room(): Promise<void> {
     while (!this.stopping && this.following.size >= this.opts.concurrency)
       await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
-  private follow(job: Job, adopting: boolean, submit?: SubmitFn): JobFollow {
-    const follow = new JobFollow(this.context, job, adopting, submit);
+  /** A slot may be free: the first task waiting looks, and the local chunks do. */
+  private wakeOne(): void {
+    this.waiting.shift()?.();
+    for (const wake of this.chunkWaiters.splice(0)) wake();
+  }
+
+  /** `inSets`: its moves written with others' (a local batch's chunk). */
+  private follow(job: Job, adopting: boolean, submit?: SubmitFn, inSets = false): JobFollow {
+    const follow = new JobFollow(this.context, job, adopting, submit, inSets);
     this.following.set(job.id, follow);
     void follow.done.then(() => {
       if (this.following.get(job.id) === follow) this.following.delete(job.id);
-      this.waiting.shift()?.();
+      this.wakeOne();
     });
     return follow;
   }

@@ -17,6 +17,7 @@ import type { JobLifecycle } from './job.lifecycle';
 import type { JobListFilter, JobListRead, JobQueries, JobRow } from './job.queries';
 import type { FollowedRow, JobStore, TransitionFields } from './job.store';
 import { isTerminal, type JobStatus } from './job.states';
+import { TransitionSets } from './job.transition-sets';
 import type { WebhookEvent } from './job.webhook-events';
 
 export type JobFilter = JobListFilter;
@@ -72,6 +73,10 @@ export class JobService {
     private readonly lifecycle: JobLifecycle | null = null,
     private readonly prices: PriceList = DEFAULT_PRICES,
   ) {}
+
+  private readonly sets = new TransitionSets((to, moves, events) =>
+    this.store.transitionSet(to, moves, events),
+  );
 
   /** A job's cost from the fields its row already has (no query: lists price every row). */
   costOf(job: CostFacts): JobCost {
@@ -172,11 +177,31 @@ export class JobService {
    * Claims for `workerId` up to `limit` of the jobs `jobIds` still queued, in one statement (a
    * batch's chunk, submitted together: JobRunner.dispatchChunk).
    */
-  async claimQueued(jobIds: readonly string[], workerId: string, limit: number): Promise<Job[]> {
-    if (limit <= 0 || !jobIds.length) return [];
+  async claimQueued(
+    jobIds: readonly string[],
+    workerId: string,
+    limit: number,
+  ): Promise<{ jobs: Job[]; picked: number }> {
+    if (limit <= 0 || !jobIds.length) return { jobs: [], picked: 0 };
     const claimed = await this.store.claimQueued(jobIds, workerId, limit);
-    for (const job of claimed) this.lifecycle?.transitioned(job, 'queued');
+    for (const job of claimed.jobs) this.lifecycle?.transitioned(job, 'queued');
     return claimed;
+  }
+
+  /**
+   * As `transition` to `running` or `succeeded` (with its outputs published), written together
+   * with the moves other jobs ask for meanwhile (TransitionSets): for the many short jobs of a
+   * batch's chunk run by one worker.
+   */
+  async transitionInSet(
+    jobId: string,
+    to: 'running' | 'succeeded',
+    fields: TransitionFields,
+  ): Promise<Job | null> {
+    const moved = await this.sets.request(jobId, to, fields, webhookEventsOf(to, fields));
+    if (!moved) return null;
+    this.lifecycle?.transitioned(moved.job, moved.from);
+    return moved.job;
   }
 
   /** One dispatch task per job of `jobIds` still queued (a chunk for an executor without `submitMany`). */

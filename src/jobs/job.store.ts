@@ -490,6 +490,9 @@ export class JobStore {
       ...batchParts,
       this.parts.events({ jobs: 'upd', events: ['completed'] }),
       ...this.acted(acting, { from: 'batch_row' }),
+      // As a job's cancel: what the running ones cost joins the spend, and they give their slots back.
+      this.parts.ended({ jobs: 'upd' }),
+      { ctes: [usageEndCte('usage_end', 'upd', this.dispatch)], reads: [wakeSql('upd', 1)] },
     ];
     const ctes: Cte[] = [
       {
@@ -549,30 +552,120 @@ export class JobStore {
 
   /**
    * Claims for the worker `workerId` up to `limit` of the jobs `jobIds` still queued, in one
-   * statement (`starting`, recorded, their events sent): a batch's chunk, submitted together.
+   * statement (`starting`, recorded, their events sent): a batch's chunk, run or submitted
+   * together. They count against their owner's quotas and usage as claimed jobs do (the jobs of
+   * a chunk share their owner, machine type and machine count), all of them or none: `picked`
+   * says how many were queued and free to claim, so that none claimed of some picked means that
+   * a quota holds them.
    */
-  async claimQueued(jobIds: readonly string[], workerId: string, limit: number): Promise<Job[]> {
+  async claimQueued(
+    jobIds: readonly string[],
+    workerId: string,
+    limit: number,
+  ): Promise<{ jobs: Job[]; picked: number }> {
     const statement = withCtes(
       [
         {
           name: 'prev',
-          sql: sql`select id, status from jobs where id = any(${`{${jobIds.join(',')}}`}::uuid[]) and status = 'queued'
+          sql: sql`select id, status, owner_type, owner_id, machine_type, machine_count from jobs
+                   where id = any(${`{${jobIds.join(',')}}`}::uuid[]) and status = 'queued'
                    order by created_at, id limit ${limit} for update skip locked`,
         },
         {
+          name: 'wanted',
+          sql: raw(`select owner_type, owner_id, machine_type, sum(machine_count)::int as machine_count,
+                           count(*)::int as jobs
+                    from prev group by 1, 2, 3`),
+        },
+        takeSlotCte('take', 'wanted', this.dispatch, raw('true'), 's.jobs'),
+        {
           name: 'upd',
-          sql: sql`update jobs j set status = 'starting', updated_at = now()${setsFor('starting', { workerId })}
-                   from prev where j.id = prev.id and j.status = 'queued'
+          sql: sql`update jobs j set status = 'starting', claimed_at = now(), updated_at = now()${setsFor('starting', { workerId })}
+                   from prev where j.id = prev.id and j.status = 'queued' and exists (select 1 from take)
                    returning j.*, prev.status as from_status`,
         },
         ...transitionCtes('upd', 'from_status'),
       ],
-      sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))},
-              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')})
-       from upd_seq order by upd_seq.created_at, upd_seq.id`,
+      sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))}, (select count(*)::int from prev) as picked,
+              case when upd_seq.id is not null then
+                pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')}) end
+       from (select 1) one left join upd_seq on true order by upd_seq.created_at, upd_seq.id`,
     ).compile();
     const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
-    return rows.map(rowReader(this.orm, Job));
+    const read = rowReader(this.orm, Job);
+    return { jobs: rows.filter((r) => r.id !== null).map(read), picked: Number(rows[0]?.picked ?? 0) };
+  }
+
+  /**
+   * Moves each job of `moves` to `to` (`running` or `succeeded`) as `transition` moves one, all
+   * in one statement: each job's own fields, the same webhook `events` for all. The writes of a
+   * worker's many short jobs (a batch's chunk: JobRunner) go together this way. Answers the jobs
+   * that moved, with their previous state; a job gone elsewhere meanwhile (canceled) is not.
+   */
+  async transitionSet(
+    to: 'running' | 'succeeded',
+    moves: readonly { jobId: string; fields: TransitionFields }[],
+    events: readonly WebhookEvent[],
+  ): Promise<{ job: Job; from: JobStatus | null }[]> {
+    const values = moves.map(({ jobId, fields: f }) => ({
+      id: jobId,
+      external_id: f.externalId ?? null,
+      nodes: f.nodes ?? [],
+      exit_code: f.exitCode ?? null,
+      log_tail: f.logTail ?? null,
+      output: f.output ?? null,
+    }));
+    const sets =
+      to === 'running'
+        ? raw(`external_id = coalesce(v.external_id, j.external_id), nodes = v.nodes, pending_reason = null,
+               started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`)
+        : sql`worker_id = null, pending_reason = null, finished_at = now(),
+               run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end,
+               machine_micros = ${MACHINE_MICROS}, exit_code = v.exit_code, error = null, output = v.output,
+               log_tail = coalesce(v.log_tail, j.log_tail), infrastructure_failure = false`;
+    const ctes: Cte[] = [
+      {
+        name: 'v',
+        sql: sql`select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb)
+                   as x(id uuid, external_id text, nodes jsonb, exit_code int, log_tail text, output jsonb)`,
+      },
+      // Locked in one order, so that two sets never wait on each other.
+      {
+        name: 'prev',
+        sql: raw('select j.id, j.status from jobs j join v using (id) order by j.id for update of j'),
+      },
+      {
+        name: 'upd',
+        sql: sql`update jobs j set status = ${to}, updated_at = now(), ${sets}
+                 from prev, v where j.id = prev.id and v.id = j.id
+                   and prev.status = any(${`{${FROM[to].join(',')}}`}::text[])
+                 returning j.*, prev.status as from_status`,
+      },
+      ...transitionCtes('upd', 'from_status'),
+    ];
+    if (to === 'succeeded')
+      ctes.push({
+        name: 'outputs',
+        sql: raw(`update media_assets set status = 'live', created_at = now()
+                  where job_id in (select id from upd) and status = 'uploading'`),
+      });
+    const parts: StatementPart[] = [];
+    if (events.length) parts.push(this.parts.events({ jobs: 'upd', events }));
+    if (to === 'succeeded')
+      parts.push(this.parts.ended({ jobs: 'upd' }), {
+        ctes: [usageEndCte('usage_end', 'upd', this.dispatch)],
+        reads: [wakeSql('upd', 1)],
+      });
+    const statement = withCtes(
+      [...ctes, ...ctesOf(parts)],
+      sql`select ${raw(prefixedColumns(this.orm, Job, 'upd_seq', ''))}, upd_seq.from_status,
+              pg_notify(${CHANNELS.jobs}, ${jobEventSql('upd_seq', 'upd_seq.seq', 'upd_seq.from_status')})
+              ${readsOf(parts)}
+       from upd_seq`,
+    ).compile();
+    const rows = await queryRows(this.orm.em, statement.text, statement.params, true);
+    const read = rowReader(this.orm, Job);
+    return rows.map((r) => ({ job: read(r), from: r.from_status as JobStatus | null }));
   }
 
   /** One dispatch task per job of `jobIds` still queued, at BATCH_PRIORITY (a chunk taken apart). */
