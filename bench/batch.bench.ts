@@ -4,13 +4,19 @@
  *    BENCH_BATCH_ROUNDS, on an `api`-only service (nothing dispatches meanwhile), and the SQL
  *    statements per request (pg_stat_statements) next to those of a 10-item batch: constant;
  * 2. BENCH_BATCH_TRIVIAL trivial items (`true`) on the local executor, creation to `completed`,
- *    next to bare `xargs -P <concurrency>` running the same number of `true` processes, same run;
+ *    next to bare `xargs -P <concurrency>` running the same number of `true` processes, same run,
+ *    and to the local executor alone running them (the floor the service's work adds to);
  * 3. the updates a subscriber of that batch's event stream receives per second.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { Client } from 'pg';
-import { load, median, now, printTable, setting, startService } from './lib';
+import { createLogger } from '../src/common/logger';
+import { loadConfig } from '../src/config';
+import { createExecutor } from '../src/executors/executor.factory';
+import { load, median, now, printTable, setting, startService, tempDir } from './lib';
 
 const ITEMS = setting('BENCH_BATCH_ITEMS', 10_000, 50);
 const ROUNDS = setting('BENCH_BATCH_ROUNDS', 5, 2);
@@ -112,6 +118,52 @@ async function bareXargs(n: number): Promise<number> {
   return now() - start;
 }
 
+/**
+ * The local executor alone, no service or database: the same `n` processes through its launcher,
+ * as the service's configuration starts them (its default limits), `CONCURRENCY` at a time. What
+ * a job costs before any of the service's work.
+ */
+async function executorAlone(n: number): Promise<number> {
+  const dir = await tempDir('bench-exec-');
+  const executor = createExecutor(
+    loadConfig({ DATA_DIR: dir, LOCAL_EXECUTOR_CONCURRENCY: String(CONCURRENCY) }),
+    createLogger('warn'),
+  );
+  const run = (count: number) =>
+    Promise.all(
+      Array.from(
+        { length: count },
+        () =>
+          new Promise<void>((resolve, reject) => {
+            const observer = { pending() {}, running() {}, line() {}, ended: () => resolve() };
+            const spec = {
+              jobId: randomUUID(),
+              owner: { type: 'user' as const, id: randomUUID() },
+              argv: ['true'],
+              env: {},
+              container: 'local',
+              machineType: 'cpu',
+              machineCount: 1,
+              timeoutSeconds: 60,
+              inputs: [],
+              workDir: dir,
+              outputDir: dir,
+            };
+            executor.submit(spec, observer).catch(reject);
+          }),
+      ),
+    );
+  try {
+    await run(20);
+    const start = now();
+    await run(n);
+    return now() - start;
+  } finally {
+    await executor.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Parts 2 and 3: trivial items to `completed`, and the updates of the batch's event stream. */
 async function trivial(): Promise<Record<string, string | number>[]> {
   const sut = await startService({
@@ -150,6 +202,7 @@ async function trivial(): Promise<Record<string, string | number>[]> {
     const loadBefore = load();
     const batch = await run(TRIVIAL);
     const bare = await bareXargs(TRIVIAL);
+    const alone = await executorAlone(TRIVIAL);
     const loadAfter = load();
     return [
       {
@@ -158,6 +211,13 @@ async function trivial(): Promise<Record<string, string | number>[]> {
         target: `<= 1.5x bare xargs -P ${CONCURRENCY} (${fmt(bare / 1000)} s): ${fmt(batch.ms / bare)}x`,
         statements: '',
         'load avg': `${fmt(loadBefore)} -> ${fmt(loadAfter)}`,
+      },
+      {
+        measure: `the same ${TRIVIAL} processes through the local executor alone (no service, no database)`,
+        value: `${fmt(alone / 1000)} s`,
+        target: `(floor) ${fmt(alone / bare)}x bare xargs; the service adds ${fmt(batch.ms / alone)}x`,
+        statements: '',
+        'load avg': fmt(loadAfter),
       },
       {
         measure: `batch progress with ${TRIVIAL} jobs: updates per second to an event-stream subscriber`,

@@ -211,7 +211,9 @@ describe('`npm start` in a terminal', () => {
       const pidFile = path.join(dataDir, 'postgres', 'data', 'postmaster.pid');
       process.kill(Number((await readFile(pidFile, 'utf8')).split('\n')[0]), 'SIGINT');
       svc.child.kill('SIGINT');
-      expect(await svc.exited).toBe(0);
+      const code = await svc.exited;
+      // With its output, so that a wrong exit says why.
+      if (code !== 0) throw new Error(`exited ${code}:\n${svc.output()}`);
       expect(svc.output()).toContain('stopped cleanly');
       // (graphile-worker traces a queue worker that lost its connection on the console itself.)
       expect(svc.output()).not.toMatch(/Unhandled|error during shutdown/);

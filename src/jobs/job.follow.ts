@@ -59,6 +59,19 @@ export interface FollowContext {
   untilAvailable<T>(step: (retry: boolean) => Promise<T>): Promise<T>;
 }
 
+/**
+ * The job's directory and its output directory: two plain mkdirs when JOBS_DIR is there (a
+ * recursive one first fails, then walks up: 3.5x the time, paid per job of a batch).
+ */
+function makeDirs(workDir: string, outputDir: string): void {
+  try {
+    mkdirSync(workDir);
+    mkdirSync(outputDir);
+  } catch {
+    mkdirSync(outputDir, { recursive: true });
+  }
+}
+
 /** The error of a job that ended this way, or null when it succeeded. */
 export function failureOf(exit: JobExit, timeoutSeconds: number): string | null {
   if (exit.detail) return exit.detail;
@@ -95,7 +108,10 @@ export class JobFollow implements JobObserver {
   readonly started: Promise<void>;
   /** Settles when this worker is done with the job: its end recorded, or let go on shutdown. */
   readonly done: Promise<void>;
+  /** Settles once the executor reported the job's end (or, at the latest, with `done`). */
+  readonly ran: Promise<void>;
   private settle!: () => void;
+  private markRan!: () => void;
   private chain: Promise<void>;
   private externalId: string | null;
   private status: JobStatus;
@@ -139,6 +155,8 @@ export class JobFollow implements JobObserver {
       failed: (err) => ctx.log.warn({ err, jobId: job.id }, 'job output not published or saved'),
     });
     this.done = new Promise((resolve) => (this.settle = resolve));
+    this.ran = new Promise((resolve) => (this.markRan = resolve));
+    void this.done.then(this.markRan);
     let open!: () => void;
     this.chain = new Promise((resolve) => (open = resolve));
     this.started = (adopting ? this.adopt() : this.submit()).finally(open);
@@ -161,6 +179,7 @@ export class JobFollow implements JobObserver {
 
   ended(exit: JobExit): void {
     this.exited = true;
+    this.markRan();
     this.then(() => this.onEnded(exit));
   }
 
@@ -204,7 +223,7 @@ export class JobFollow implements JobObserver {
     const { executor } = this.ctx;
     try {
       // Synchronous on purpose: a few tiny syscalls, where the thread pool added milliseconds.
-      mkdirSync(this.outputDir, { recursive: true });
+      makeDirs(this.workDir, this.outputDir);
       await this.openSecrets(true);
       await stageInputs(this.ctx.media, this.job, this.workDir);
       if (executor.detached) writeFileSync(path.join(this.workDir, SUBMITTED_MARK), '');

@@ -93,7 +93,9 @@ export class JobRunner implements LocalWorker {
   private readonly waiting: (() => void)[] = [];
   /** Local chunks waiting for one of this worker's jobs to end. */
   private chunkWaiters: (() => void)[] = [];
-  /** Of recent local batches: the time between two of their jobs' ends here (an average), in ms. */
+  /** Jobs of local chunks that have run and wait for their end to be written. */
+  private readonly finishing = new Set<JobFollow>();
+  /** Of recent local batches: their jobs' ends here in the current window, and the time per end (ms). */
   private readonly paces = new Map<string, { since: number; ends: number; interval: number | null }>();
   private offEvents: (() => void)[] = [];
   private stopping = false;
@@ -420,22 +422,40 @@ export class JobRunner implements LocalWorker {
     while (rest.length && !this.stopping) {
       const ahead = this.lookahead(chunk.batchId);
       const yielding = this.waiting.length > 0;
-      if (yielding || this.following.size >= this.opts.concurrency + Math.floor((ahead ?? 0) / 2)) {
+      // Jobs that ran already and wait for their end to be written take no slot of the executor.
+      const held = this.following.size - this.finishing.size;
+      if (yielding || held >= this.opts.concurrency + Math.floor((ahead ?? 0) / 2)) {
         // Long jobs (no lookahead) hand the queue slot back at once; short ones after SLICE_MS.
         if (claimedAny && (ahead === 0 || yielding || Date.now() - began > SLICE_MS)) break;
         await new Promise<void>((resolve) => this.chunkWaiters.push(resolve));
         continue;
       }
-      const room = this.opts.concurrency + (ahead ?? 0) - this.following.size;
-      const { jobs, picked } = await this.jobs.claimQueued(rest, this.instanceId, room);
-      // None claimed: a quota holds them (as single jobs they wait for it), or none is queued
-      // any more (canceled, or claimed by another worker).
-      if (!jobs.length) return picked ? this.jobs.dispatchEach(rest) : undefined;
+      const room = this.opts.concurrency + (ahead ?? 0) - held;
+      // From the chunk's next ids only: a claim reads its window, not the whole chunk.
+      const window = rest.slice(0, 2 * room + 16);
+      const { jobs, picked } = await this.jobs.claimQueued(window, this.instanceId, room);
+      if (!jobs.length) {
+        // A quota holds them: as single jobs, they wait for it.
+        if (picked) return this.jobs.dispatchEach(rest);
+        // None of the window is queued any more (canceled, or claimed by another worker).
+        rest = rest.slice(window.length);
+        continue;
+      }
       claimedAny = true;
       const taken = new Set(jobs.map((j) => j.id));
       rest = rest.filter((id) => !taken.has(id));
-      for (const job of jobs)
-        void this.follow(job, false, undefined, true).done.then(() => this.paced(chunk.batchId));
+      for (const job of jobs) {
+        const follow = this.follow(job, false, undefined, true);
+        void follow.ran.then(() => {
+          // (A job done without having run, as one that failed to start, is no longer followed.)
+          if (this.following.get(job.id) === follow) this.finishing.add(follow);
+          for (const wake of this.chunkWaiters.splice(0)) wake();
+        });
+        void follow.done.then(() => {
+          this.finishing.delete(follow);
+          this.paced(chunk.batchId);
+        });
+      }
     }
     if (!claimedAny && this.stopping)
       throw new WorkerStopping('the worker is shutting down; the jobs stay queued');

@@ -16,7 +16,8 @@ function writer() {
       }),
   );
   const moved = (ids: string[]) => ids.map((id) => ({ job: { id } as Job, from: 'starting' as const }));
-  const settle = () => new Promise((r) => setImmediate(r));
+  // Past the moment a few moves wait for company after a set (LINGER_MS).
+  const settle = () => new Promise((r) => setTimeout(r, 20));
   return { sets, calls, answers, moved, settle };
 }
 

@@ -20,12 +20,18 @@ interface Waiting {
 
 /** Jobs per statement, at most. */
 const MAX_SET = 500;
+/**
+ * After a set was written, fewer moves than MIN_SET wait up to LINGER_MS for company: a
+ * statement for a few jobs costs almost what one for many does.
+ */
+const MIN_SET = 16;
+const LINGER_MS = 5;
 
 /**
  * Group commit for the transitions of many short jobs (JobStore.transitionSet): the moves asked
  * for while a set is being written go together in the next one, one statement per target state
- * and webhook events. A lone move is written at once (after the current turn of the event loop),
- * so nothing waits for company; under load the sets grow by themselves.
+ * and webhook events. A lone move is written at once (after the current turn of the event loop);
+ * right after a set, a few wait a moment (LINGER_MS) for more.
  */
 export class TransitionSets {
   private pending = new Map<string, { to: SetTarget; events: readonly WebhookEvent[]; moves: Waiting[] }>();
@@ -53,7 +59,8 @@ export class TransitionSets {
   }
 
   private async drain(): Promise<void> {
-    while (this.pending.size) {
+    for (let first = true; this.pending.size; first = false) {
+      if (!first && this.waitingMoves() < MIN_SET) await new Promise((r) => setTimeout(r, LINGER_MS));
       const groups = [...this.pending.values()];
       this.pending = new Map();
       for (const { to, events, moves } of groups)
@@ -68,5 +75,11 @@ export class TransitionSets {
         }
     }
     this.writing = false;
+  }
+
+  private waitingMoves(): number {
+    let n = 0;
+    for (const g of this.pending.values()) n += g.moves.length;
+    return n;
   }
 }
