@@ -1,5 +1,6 @@
 import { buildSchema, parse, type ExecutionArgs } from 'graphql';
-import type WebSocket from 'ws';
+import type { AddressInfo } from 'node:net';
+import WebSocket, { WebSocketServer } from 'ws';
 import { EventQueue, type FeedSink, type Pushable } from '../events/event-bus';
 import { SharedExecutions } from './websocket.shared';
 
@@ -33,7 +34,7 @@ function socket() {
 
 const schema = buildSchema(`
   type Query { ok: Boolean }
-  type Tick { n: Int, slow: Int }
+  type Tick { n: Int, slow: Int, s: String }
   type Subscription { tick: Tick }
 `);
 
@@ -129,5 +130,37 @@ describe('SharedExecutions, a pushed stream', () => {
     await feed.return!();
     expect(stream.returned).toBe(true);
     expect(await done).toEqual({ value: undefined, done: true });
+  });
+});
+
+describe('SharedExecutions, framing on a real socket', () => {
+  it('writes frames a WebSocket client reads as the messages graphql-ws would send, at every length form', async () => {
+    const wss = new WebSocketServer({ port: 0 });
+    const port = (wss.address() as AddressInfo).port;
+    const server = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
+    const client = new WebSocket(`ws://127.0.0.1:${port}`);
+    const received: { text: string; binary: boolean }[] = [];
+    client.on('message', (data, binary) => received.push({ text: String(data), binary }));
+    await new Promise((resolve) => client.once('open', resolve));
+    try {
+      const stream = new Stream();
+      const { shared, args } = setup(stream, 'subscription { tick { s } }');
+      const feed = (await shared.subscribe(args, {
+        socket: await server,
+        id: 'x',
+      })) as AsyncIterableIterator<never>;
+      void feed.next();
+      // Lengths under 126, under 65,536 and past it: the header's three forms; several in one write.
+      const texts = ['a', 'é'.repeat(400), 'z'.repeat(70_000), 'b'];
+      for (const s of texts) stream.sink!.next({ s });
+      while (received.length < texts.length) await new Promise((r) => setTimeout(r, 10));
+      expect(received.map((m) => m.binary)).toEqual(texts.map(() => false));
+      expect(received.map((m) => JSON.parse(m.text))).toEqual(
+        texts.map((s) => ({ id: 'x', type: 'next', payload: { data: { tick: { s } } } })),
+      );
+    } finally {
+      client.close();
+      wss.close();
+    }
   });
 });

@@ -39,8 +39,8 @@ const OPEN = 1;
  * and reads again, as after any reconnection; the process holds at most that much for it.
  */
 export class SharedExecutions {
-  /** Per event: each selection's serialised payload. Weak: gone with the event. */
-  private readonly payloads = new WeakMap<object, Map<string, Promise<string> | string>>();
+  /** Per event: each selection's serialised payload, in UTF-8. Weak: gone with the event. */
+  private readonly payloads = new WeakMap<object, Map<string, Promise<Buffer> | Buffer>>();
   private runs = 0;
   /** Sockets corked until the next tick, so that a subscriber's frames go in one write. */
   private readonly corked = new Set<Socket>();
@@ -72,7 +72,7 @@ export class SharedExecutions {
     if (!(Symbol.asyncIterator in Object(source))) return source as ExecutionResult;
     const stream = source as AsyncIterableIterator<unknown>;
     const key = selectionKey(args);
-    const prefix = `{"id":${JSON.stringify(target.id)},"type":"next","payload":`;
+    const prefix = Buffer.from(`{"id":${JSON.stringify(target.id)},"type":"next","payload":`);
     if (isPushable(stream)) return this.pushed(stream, key, args, target.socket, prefix);
     const next = async (): Promise<IteratorResult<never>> => {
       for (;;) {
@@ -82,8 +82,7 @@ export class SharedExecutions {
         if (target.socket.readyState !== OPEN) continue;
         const ready = this.payloadOf(item.value, key, args);
         // Once made, the text is at hand: no turn of the promise queue per subscriber.
-        const payload = typeof ready === 'string' ? ready : await ready;
-        this.send(target.socket, `${prefix}${payload}}`);
+        this.send(target.socket, prefix, Buffer.isBuffer(ready) ? ready : await ready);
       }
     };
     const feed: AsyncIterableIterator<never> = {
@@ -108,7 +107,7 @@ export class SharedExecutions {
     key: string,
     args: ExecutionArgs,
     socket: WebSocket,
-    prefix: string,
+    prefix: Buffer,
   ): AsyncIterableIterator<never> {
     const DONE: IteratorResult<never> = { value: undefined, done: true };
     let settle!: (r: IteratorResult<never>) => void;
@@ -133,8 +132,8 @@ export class SharedExecutions {
       // A socket closing (too slow, or gone) is sent nothing more: nothing to execute for it.
       if (socket.readyState !== OPEN) return;
       const ready = this.payloadOf(value, key, args);
-      if (typeof ready === 'string') return this.send(socket, `${prefix}${ready}}`);
-      return ready.then((payload) => this.send(socket, `${prefix}${payload}}`));
+      if (Buffer.isBuffer(ready)) return this.send(socket, prefix, ready);
+      return ready.then((payload) => this.send(socket, prefix, payload));
     };
     let started = false;
     const feed: AsyncIterableIterator<never> = {
@@ -167,7 +166,7 @@ export class SharedExecutions {
   }
 
   /** The serialised payload of `event` for the selection `key`: executed once for all who share it. */
-  private payloadOf(event: unknown, key: string, args: ExecutionArgs): Promise<string> | string {
+  private payloadOf(event: unknown, key: string, args: ExecutionArgs): Promise<Buffer> | Buffer {
     if (typeof event !== 'object' || event === null) return this.run(event, args);
     let byKey = this.payloads.get(event);
     if (!byKey) this.payloads.set(event, (byKey = new Map()));
@@ -187,33 +186,48 @@ export class SharedExecutions {
    * One execution, with loaders of its own: a subscription's context lives as long as it does, and
    * what one event loaded must not be served to the next.
    */
-  private async run(event: unknown, args: ExecutionArgs): Promise<string> {
+  private async run(event: unknown, args: ExecutionArgs): Promise<Buffer> {
     this.runs++;
     const contextValue = { ...(args.contextValue as object), loaders: new Loaders() };
     const { errors, ...rest } = await execute({ ...args, rootValue: event, contextValue });
     // What graphql-ws sends, with the errors shaped as over HTTP.
-    return JSON.stringify(errors ? { ...rest, errors: errors.map(this.opts.formatError) } : rest);
+    return Buffer.from(
+      JSON.stringify(errors ? { ...rest, errors: errors.map(this.opts.formatError) } : rest),
+    );
   }
 
-  private send(socket: WebSocket, message: string): void {
+  /** Sends `{"id":…,"type":"next","payload":<payload>}` (`prefix` holds all before the payload). */
+  private send(socket: WebSocket, prefix: Buffer, payload: Buffer): void {
     if (socket.readyState !== OPEN) return;
     if (socket.bufferedAmount > this.opts.maxBufferBytes) {
       this.opts.tooSlow?.();
       socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
       return;
     }
-    this.cork(socket);
-    socket.send(message);
+    const raw = this.cork(socket);
+    if (!raw) {
+      socket.send(Buffer.concat([prefix, payload, CLOSE_BRACE]), { binary: false });
+      return;
+    }
+    // The frame written here, its parts as they are: the payload's bytes are the same Buffer for
+    // every subscriber, where `ws` would encode each subscriber's string again. (A server's frames
+    // are not masked, and this server negotiates no compression: the frame is a header and bytes.)
+    raw.write(textFrameHeader(prefix.length + payload.length + 1));
+    raw.write(prefix);
+    raw.write(payload);
+    raw.write(CLOSE_BRACE);
   }
 
   /**
    * The socket's writes wait for the next tick: what is sent in one run of code (the events the hub
    * handed a subscriber together; or the promises of one turn) leaves in one write, not one each.
+   * Answers the socket, or null when this WebSocket has none to write to.
    */
-  private cork(socket: WebSocket): void {
-    // ws keeps its net.Socket private; without one (another implementation) each frame goes alone.
+  private cork(socket: WebSocket): Socket | null {
+    // ws keeps its net.Socket private; without one (another implementation) `ws` frames the message.
     const raw = (socket as unknown as { _socket?: Socket })._socket;
-    if (!raw || typeof raw.cork !== 'function' || this.corked.has(raw)) return;
+    if (!raw || typeof raw.cork !== 'function' || hasExtensions(socket)) return null;
+    if (this.corked.has(raw)) return raw;
     raw.cork();
     this.corked.add(raw);
     if (this.corked.size === 1)
@@ -221,7 +235,26 @@ export class SharedExecutions {
         for (const s of this.corked) s.uncork();
         this.corked.clear();
       });
+    return raw;
   }
+}
+
+const CLOSE_BRACE = Buffer.from('}');
+
+/** The header of an unmasked, final text frame of `length` bytes (RFC 6455, 5.2). */
+function textFrameHeader(length: number): Buffer {
+  if (length < 126) return Buffer.from([0x81, length]);
+  if (length < 65536) return Buffer.from([0x81, 126, length >> 8, length & 0xff]);
+  const header = Buffer.alloc(10);
+  header[0] = 0x81;
+  header[1] = 127;
+  header.writeBigUInt64BE(BigInt(length), 2);
+  return header;
+}
+
+/** A socket that negotiated an extension (permessage-deflate) needs `ws`'s own framing. */
+function hasExtensions(socket: WebSocket): boolean {
+  return socket.extensions !== '';
 }
 
 /** Principal properties that say where a request came from, not what it may see. */
