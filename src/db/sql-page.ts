@@ -59,6 +59,14 @@ export interface SqlConditions {
   where: SqlCondition[];
   filter?: SqlCondition[];
   budget?: number;
+  /**
+   * The rows whose `columns` hold `values` (an owner), read through an index on those columns
+   * then (created_at, id): written as a range of that index's keys, not as equalities, and
+   * ordered by all its columns, so that only that index serves the page. With equalities, a
+   * table that also has a (created_at, id) index of all its rows (the model catalogue) was read
+   * through that one when the owner holds most rows, its other rows examined besides the budget.
+   */
+  within?: { columns: string[]; values: unknown[] };
 }
 
 /**
@@ -81,17 +89,24 @@ export async function sqlPage<T extends Keyed>(
     where,
     filter = [],
     budget = SCAN_BUDGET,
+    within,
   } = Array.isArray(conditions) ? { where: conditions } : conditions;
-  const [createdAt, id] = alias ? [`${alias}.created_at`, `${alias}.id`] : ['created_at', 'id'];
+  const column = (c: string) => (alias ? `${alias}.${c}` : c);
+  const prefix = (within?.columns ?? []).map(column);
+  const prefixValues = within?.values ?? [];
+  const key = [...prefix, column('created_at'), column('id')];
   const limit = pageSize(args.first);
   const all = [...where];
+  const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+  if (prefix.length) all.push([`(${prefix.join(', ')}) >= (${marks(prefix.length)})`, ...prefixValues]);
   if (args.after) {
     const cursor = decodeCursor(args.after, isId);
-    all.push([`(${createdAt}, ${id}) < (?, ?)`, cursor.createdAt, cursor.id]);
-  }
+    all.push([`(${key.join(', ')}) < (${marks(key.length)})`, ...prefixValues, cursor.createdAt, cursor.id]);
+  } else if (prefix.length)
+    all.push([`(${prefix.join(', ')}) <= (${marks(prefix.length)})`, ...prefixValues]);
   const values = (cs: SqlCondition[]) => cs.flatMap(([, ...v]) => v);
   const sql = (cs: SqlCondition[]) => cs.map(([s]) => s).join(' and ');
-  const order = `order by ${createdAt} desc, ${id} desc`;
+  const order = `order by ${key.map((c) => `${c} desc`).join(', ')}`;
   const scan = `from ${from} where ${sql(all) || 'true'} ${order}`;
   // With joins, the page is chosen from `from`'s rows alone, then joined (in the same statement).
   const [inner, joined] = join?.length

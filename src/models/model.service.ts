@@ -183,12 +183,11 @@ export class ModelService {
       this.orm.em,
       'models',
       {
-        where: owner
-          ? [
-              ['owner_type = ?', owner.ownerType],
-              ['owner_id = ?', owner.ownerId],
-            ]
-          : [],
+        where: [],
+        // The owner's rows through its own index, even when it holds most of the catalogue.
+        within: owner
+          ? { columns: ['owner_type', 'owner_id'], values: [owner.ownerType, owner.ownerId] }
+          : undefined,
         filter: [
           ...(owner ? [] : [visible]),
           ...(tags.length ? [['tags && ?::text[]', textArray(tags)] as SqlCondition] : []),
