@@ -90,6 +90,14 @@ describe('LocalExecutor, a job held back for room', () => {
     workDir: os.tmpdir(),
     outputDir: os.tmpdir(),
   });
+  const oneAtATime = () =>
+    new LocalExecutor({
+      concurrency: 1,
+      path: '/usr/bin:/bin',
+      programs: {},
+      launcher,
+      log: createLogger('silent'),
+    });
   /** An observer recording what it is told; `abandoned` answers `gone`. */
   const observer = () => {
     const told: string[] = [];
@@ -110,13 +118,7 @@ describe('LocalExecutor, a job held back for room', () => {
   };
 
   it('never starts once it need not (canceled while it waited), and ends as canceled; the next one runs', async () => {
-    const executor = new LocalExecutor({
-      concurrency: 1,
-      path: '/usr/bin:/bin',
-      programs: {},
-      launcher,
-      log: createLogger('silent'),
-    });
+    const executor = oneAtATime();
     try {
       const [first, held, next] = [observer(), observer(), observer()];
       await executor.submit(spec(['sh', '-c', 'sleep 0.3; echo first']), first.observer);
@@ -137,13 +139,7 @@ describe('LocalExecutor, a job held back for room', () => {
   });
 
   it('never starts when the executor closed while it waited', async () => {
-    const executor = new LocalExecutor({
-      concurrency: 1,
-      path: '/usr/bin:/bin',
-      programs: {},
-      launcher,
-      log: createLogger('silent'),
-    });
+    const executor = oneAtATime();
     const [first, held] = [observer(), observer()];
     await executor.submit(spec(['sleep', '30']), first.observer);
     const heldId = executor.submit(spec(['sh', '-c', 'echo held']), held.observer);
