@@ -92,7 +92,7 @@ export class JobRunner implements LocalWorker {
   /** Dispatch tasks waiting for a slot; a local batch's chunk claims no more ahead while one does. */
   private readonly waiting: (() => void)[] = [];
   /** Local chunks waiting for one of this worker's jobs to end. */
-  private chunkWaiters: (() => void)[] = [];
+  private readonly chunkWaiters: (() => void)[] = [];
   /** Jobs of local chunks that have run and wait for their end to be written. */
   private readonly finishing = new Set<JobFollow>();
   /** Of recent local batches: their jobs' ends here in the current window, and the time per end (ms). */
@@ -266,7 +266,7 @@ export class JobRunner implements LocalWorker {
     this.stopServing();
     for (const t of this.timers) clearInterval(t);
     for (const wake of this.waiting.splice(0)) wake();
-    for (const wake of this.chunkWaiters.splice(0)) wake();
+    this.wakeChunks();
     if (this.executor.detached) {
       // Dispatches in flight finish their submission first, so that nothing is half submitted.
       await Promise.all(this.runners.map((r) => r.stop()));
@@ -449,7 +449,7 @@ export class JobRunner implements LocalWorker {
         void follow.ran.then(() => {
           // (A job done without having run, as one that failed to start, is no longer followed.)
           if (this.following.get(job.id) === follow) this.finishing.add(follow);
-          for (const wake of this.chunkWaiters.splice(0)) wake();
+          this.wakeChunks();
         });
         void follow.done.then(() => {
           this.finishing.delete(follow);
@@ -498,6 +498,10 @@ export class JobRunner implements LocalWorker {
   /** A slot may be free: the first task waiting looks, and the local chunks do. */
   private wakeOne(): void {
     this.waiting.shift()?.();
+    this.wakeChunks();
+  }
+
+  private wakeChunks(): void {
     for (const wake of this.chunkWaiters.splice(0)) wake();
   }
 

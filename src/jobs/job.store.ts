@@ -615,14 +615,17 @@ export class JobStore {
       log_tail: f.logTail ?? null,
       output: f.output ?? null,
     }));
-    const sets =
-      to === 'running'
-        ? raw(`external_id = coalesce(v.external_id, j.external_id), nodes = v.nodes, pending_reason = null,
-               started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`)
-        : sql`worker_id = null, pending_reason = null, finished_at = now(),
-               run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end,
-               machine_micros = ${MACHINE_MICROS}, exit_code = v.exit_code, error = null, output = v.output,
-               log_tail = coalesce(v.log_tail, j.log_tail), infrastructure_failure = false`;
+    // The columns a single transition sets, from each job's values.
+    const sets = setsFrom(to, {
+      workerId: raw('null'),
+      externalId: raw('v.external_id'),
+      nodes: raw('v.nodes'),
+      exitCode: raw('v.exit_code'),
+      error: raw('null'),
+      output: raw('v.output'),
+      logTail: raw('v.log_tail'),
+      infrastructure: raw('false'),
+    });
     const ctes: Cte[] = [
       {
         name: 'v',
@@ -636,7 +639,7 @@ export class JobStore {
       },
       {
         name: 'upd',
-        sql: sql`update jobs j set status = ${to}, updated_at = now(), ${sets}
+        sql: sql`update jobs j set status = ${to}, updated_at = now()${sets}
                  from prev, v where j.id = prev.id and v.id = j.id
                    and prev.status = any(${`{${FROM[to].join(',')}}`}::text[])
                  returning j.*, prev.status as from_status`,
@@ -711,17 +714,37 @@ const MACHINE_MICROS = raw(
 
 /** Columns a transition into each state sets, besides status and updated_at (the job row is `j`). */
 export function setsFor(to: JobStatus, f: TransitionFields): Sql {
+  return setsFrom(to, {
+    workerId: sql`${f.workerId ?? null}`,
+    externalId: sql`${f.externalId ?? null}`,
+    nodes: sql`${JSON.stringify(f.nodes ?? [])}`,
+    exitCode: sql`${f.exitCode ?? null}`,
+    error: sql`${f.error ?? null}`,
+    output: sql`${f.output ? JSON.stringify(f.output) : null}`,
+    logTail: sql`${f.logTail ?? null}`,
+    infrastructure: sql`${f.infrastructure ?? false}`,
+  });
+}
+
+/**
+ * The same columns, each value an SQL expression: the fields' parameters (setsFor), or the
+ * columns of a set's values (JobStore.transitionSet).
+ */
+function setsFrom(
+  to: JobStatus,
+  v: Record<keyof Omit<TransitionFields, 'publishOutputs' | 'acting'>, Sql>,
+): Sql {
   switch (to) {
     case 'starting':
-      return sql`, worker_id = ${f.workerId ?? null}`;
+      return sql`, worker_id = ${v.workerId}`;
     case 'running':
-      return sql`, external_id = coalesce(${f.externalId ?? null}, j.external_id), nodes = ${JSON.stringify(f.nodes ?? [])}::jsonb, pending_reason = null, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`;
+      return sql`, external_id = coalesce(${v.externalId}, j.external_id), nodes = ${v.nodes}::jsonb, pending_reason = null, started_at = now(), queue_seconds = extract(epoch from now() - j.created_at)`;
     case 'succeeded':
     case 'failed':
     case 'canceled':
       // A job that never ran has no run time: it costs nothing. Its worker lets go of a job it
       // ended itself; a canceled one it must still stop on the executor (JobService.releaseWorker).
-      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, machine_micros = ${MACHINE_MICROS}, exit_code = ${f.exitCode ?? null}, error = ${f.error ?? null}, output = ${f.output ? JSON.stringify(f.output) : null}::jsonb, log_tail = coalesce(${f.logTail ?? null}, j.log_tail), infrastructure_failure = ${f.infrastructure ?? false}`;
+      return sql`${raw(to === 'canceled' ? '' : ', worker_id = null')}, pending_reason = null, finished_at = now(), run_seconds = case when j.started_at is null then null else extract(epoch from now() - j.started_at) end, machine_micros = ${MACHINE_MICROS}, exit_code = ${v.exitCode}, error = ${v.error}, output = ${v.output}::jsonb, log_tail = coalesce(${v.logTail}, j.log_tail), infrastructure_failure = ${v.infrastructure}`;
     case 'queued':
       throw new Error('a job is queued only when it is created');
   }
