@@ -1,4 +1,7 @@
-import { Listeners } from './event-hub';
+import { Listeners, type Gathering } from './event-hub';
+
+/** Rounds that start at once, whatever their size (the cases below count turns of the event loop). */
+const NO_GATHERING: Gathering = { fromListeners: Infinity, msPerListener: 0, maxMs: 0 };
 
 describe('Listeners', () => {
   it('hands an event to the listeners of its keys only, and stops a listener once', () => {
@@ -47,7 +50,7 @@ describe('Listeners, paced', () => {
   const turn = () => new Promise<void>((r) => setImmediate(r));
 
   it('calls paced listeners in slices with a turn of the event loop between them, each event once and in order', async () => {
-    const listeners = new Listeners<number>();
+    const listeners = new Listeners<number>(undefined, NO_GATHERING);
     const heard: number[][] = Array.from({ length: 1000 }, () => []);
     const offs = heard.map((got) => listeners.add('k', (e) => got.push(e), true));
     const atOnce: number[] = [];
@@ -73,7 +76,7 @@ describe('Listeners, paced, with several events pending', () => {
   const turn = () => new Promise<void>((r) => setImmediate(r));
 
   it('hands a listener not reached yet all its pending events in one turn, in order; one already reached hears the rest later', async () => {
-    const listeners = new Listeners<number>();
+    const listeners = new Listeners<number>(undefined, NO_GATHERING);
     /** Per listener: the events heard, with the turn each came in. */
     const heard: { event: number; turn: number }[][] = Array.from({ length: 200 }, () => []);
     let turns = 0;
@@ -132,7 +135,7 @@ describe('Listeners, paced, with several events pending', () => {
   });
 
   it('serves everyone, each event once and in order, when events keep coming during a long round', async () => {
-    const listeners = new Listeners<number>();
+    const listeners = new Listeners<number>(undefined, NO_GATHERING);
     const heard: number[][] = Array.from({ length: 5000 }, () => []);
     heard.forEach((got) => listeners.add('k', (e) => got.push(e), true));
     for (let e = 0; e < 10; e++) {
@@ -142,5 +145,53 @@ describe('Listeners, paced, with several events pending', () => {
     for (let i = 0; i < 1000 && heard.some((got) => got.length < 10); i++) await turn();
     const all = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
     expect(heard.every((got) => got.join() === all.join())).toBe(true);
+  });
+});
+
+describe('Listeners, paced, gathering', () => {
+  const turn = () => new Promise<void>((r) => setImmediate(r));
+  const gathering: Gathering = { fromListeners: 100, msPerListener: 0.1, maxMs: 30 };
+
+  it('starts a round of many listeners late, and hands each the events that came meanwhile together', async () => {
+    const listeners = new Listeners<number>(undefined, gathering);
+    /** Per listener: the events heard, with the turn each came in. */
+    const heard: { event: number; turn: number }[][] = Array.from({ length: 150 }, () => []);
+    let turns = 0;
+    heard.forEach((got) => listeners.add('k', (event) => got.push({ event, turn: turns }), true));
+    listeners.emit(['k'], 1);
+    await turn();
+    turns++;
+    listeners.emit(['k'], 2);
+    await turn();
+    turns++;
+    // Two turns on: nobody has heard anything yet (a round of ten slices would have begun).
+    expect(heard.every((got) => got.length === 0)).toBe(true);
+    listeners.emit(['k'], 3);
+    for (let i = 0; i < 10_000 && heard.some((got) => got.length < 3); i++) {
+      await turn();
+      turns++;
+    }
+    for (const got of heard) {
+      expect(got.map((h) => h.event)).toEqual([1, 2, 3]);
+      expect(new Set(got.map((h) => h.turn)).size).toBe(1);
+    }
+  });
+
+  it('starts a round of few listeners at once, and a later round of many late again', async () => {
+    const listeners = new Listeners<string>(undefined, gathering);
+    const few: string[][] = Array.from({ length: 99 }, () => []);
+    const offs = few.map((got) => listeners.add('few', (e) => got.push(e), true));
+    listeners.emit(['few'], 'a');
+    for (let i = 0; i < 7; i++) await turn(); // 99 listeners: seven slices
+    expect(few.every((got) => got.join() === 'a')).toBe(true);
+    const many: string[][] = Array.from({ length: 100 }, () => []);
+    many.forEach((got) => listeners.add('many', (e) => got.push(e), true));
+    offs.forEach((off) => off());
+    listeners.emit(['many'], 'b');
+    for (let i = 0; i < 7; i++) await turn();
+    expect(many.every((got) => got.length === 0)).toBe(true);
+    for (let i = 0; i < 10_000 && many.some((got) => !got.length); i++) await turn();
+    expect(many.every((got) => got.join() === 'b')).toBe(true);
+    expect(few.every((got) => got.join() === 'a')).toBe(true);
   });
 });

@@ -42,8 +42,8 @@ export class SharedExecutions {
   /** Per event: each selection's serialised payload, in UTF-8. Weak: gone with the event. */
   private readonly payloads = new WeakMap<object, Map<string, Promise<Buffer> | Buffer>>();
   private runs = 0;
-  /** Sockets corked until the next tick, so that a subscriber's frames go in one write. */
-  private readonly corked = new Set<Socket>();
+  /** Per socket, the frames sent in this run of code, written together (see framesOf). */
+  private readonly outbox = new Map<WebSocket, Buffer[]>();
 
   constructor(
     private readonly opts: {
@@ -199,58 +199,83 @@ export class SharedExecutions {
   /** Sends `{"id":…,"type":"next","payload":<payload>}` (`prefix` holds all before the payload). */
   private send(socket: WebSocket, prefix: Buffer, payload: Buffer): void {
     if (socket.readyState !== OPEN) return;
-    if (socket.bufferedAmount > this.opts.maxBufferBytes) {
-      this.opts.tooSlow?.();
-      socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
-      return;
-    }
-    const raw = this.cork(socket);
-    if (!raw) {
-      socket.send(Buffer.concat([prefix, payload, CLOSE_BRACE]), { binary: false });
-      return;
-    }
-    // The frame written here, its parts as they are: the payload's bytes are the same Buffer for
-    // every subscriber, where `ws` would encode each subscriber's string again. (A server's frames
-    // are not masked, and this server negotiates no compression: the frame is a header and bytes.)
-    raw.write(textFrameHeader(prefix.length + payload.length + 1));
-    raw.write(prefix);
-    raw.write(payload);
-    raw.write(CLOSE_BRACE);
+    const frames = this.framesOf(socket);
+    if (frames) frames.push(prefix, payload);
+    else socket.send(Buffer.concat([prefix, payload, CLOSE_BRACE]), { binary: false });
   }
 
   /**
-   * The socket's writes wait for the next tick: what is sent in one run of code (the events the hub
-   * handed a subscriber together; or the promises of one turn) leaves in one write, not one each.
-   * Answers the socket, or null when this WebSocket has none to write to.
+   * Where `socket`'s messages wait to be written, as (prefix, payload) pairs: what is sent in one
+   * run of code (the events the hub hands a subscriber together; the subscribers of one slice; the
+   * promises of one turn) leaves as one buffer in one write, not a write per part (each a pass
+   * through the stream). Written in a microtask queued with the first message, so before whatever
+   * graphql-ws sends later on the same socket (its `complete` comes after the stream's end, a later
+   * microtask). Null when this WebSocket has no socket of its own to write to.
    */
-  private cork(socket: WebSocket): Socket | null {
+  private framesOf(socket: WebSocket): Buffer[] | null {
+    let frames = this.outbox.get(socket);
+    if (frames) return frames;
     // ws keeps its net.Socket private; without one (another implementation) `ws` frames the message.
-    const raw = (socket as unknown as { _socket?: Socket })._socket;
-    if (!raw || typeof raw.cork !== 'function' || hasExtensions(socket)) return null;
-    if (this.corked.has(raw)) return raw;
-    raw.cork();
-    this.corked.add(raw);
-    if (this.corked.size === 1)
-      process.nextTick(() => {
-        for (const s of this.corked) s.uncork();
-        this.corked.clear();
-      });
-    return raw;
+    const raw = rawSocket(socket);
+    if (!raw || typeof raw.write !== 'function' || hasExtensions(socket)) return null;
+    this.outbox.set(socket, (frames = []));
+    if (this.outbox.size === 1) queueMicrotask(() => this.flush());
+    return frames;
+  }
+
+  private flush(): void {
+    for (const [socket, frames] of this.outbox) {
+      // A socket closed meanwhile gets nothing after its close frame.
+      if (socket.readyState !== OPEN) continue;
+      const raw = rawSocket(socket)!;
+      if (raw.writableLength > this.opts.maxBufferBytes) {
+        this.opts.tooSlow?.();
+        socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
+        continue;
+      }
+      raw.write(framed(frames));
+    }
+    this.outbox.clear();
   }
 }
 
-const CLOSE_BRACE = Buffer.from('}');
-
-/** The header of an unmasked, final text frame of `length` bytes (RFC 6455, 5.2). */
-function textFrameHeader(length: number): Buffer {
-  if (length < 126) return Buffer.from([0x81, length]);
-  if (length < 65536) return Buffer.from([0x81, 126, length >> 8, length & 0xff]);
-  const header = Buffer.alloc(10);
-  header[0] = 0x81;
-  header[1] = 127;
-  header.writeBigUInt64BE(BigInt(length), 2);
-  return header;
+function rawSocket(socket: WebSocket): Socket | undefined {
+  return (socket as unknown as { _socket?: Socket })._socket;
 }
+
+/**
+ * (prefix, payload) pairs as the unmasked, final text frames of `${prefix}${payload}}`, in one
+ * buffer (RFC 6455, 5.2: a server's frames are not masked, and this server negotiates no
+ * compression, so a frame is a header and bytes). The payload is the same Buffer for every
+ * subscriber, where `ws` would encode each subscriber's string again.
+ */
+function framed(pairs: readonly Buffer[]): Buffer {
+  let size = 0;
+  for (let i = 0; i < pairs.length; i += 2) {
+    const length = pairs[i].length + pairs[i + 1].length + 1;
+    size += length + (length < 126 ? 2 : length < 65536 ? 4 : 10);
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let i = 0; i < pairs.length; i += 2) {
+    const length = pairs[i].length + pairs[i + 1].length + 1;
+    out[at++] = 0x81;
+    if (length < 126) out[at++] = length;
+    else if (length < 65536) {
+      out[at++] = 126;
+      at = out.writeUInt16BE(length, at);
+    } else {
+      out[at++] = 127;
+      at = out.writeBigUInt64BE(BigInt(length), at);
+    }
+    at += pairs[i].copy(out, at);
+    at += pairs[i + 1].copy(out, at);
+    out[at++] = 0x7d; // }
+  }
+  return out;
+}
+
+const CLOSE_BRACE = Buffer.from('}');
 
 /** A socket that negotiated an extension (permessage-deflate) needs `ws`'s own framing. */
 function hasExtensions(socket: WebSocket): boolean {
