@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createLogger } from '../common/logger';
 import type { JobExit, JobObserver, JobSpec } from './executor.port';
 import { JOB_ENV } from './job.env';
-import { LineSplitter, LocalExecutor, MAX_LINE } from './local.executor';
+import { LineSplitter, LocalExecutor, MAX_LINE, NEVER_STARTED } from './local.executor';
 
 function linesOf(chunks: string[]): string[] {
   const lines: string[] = [];
@@ -147,5 +147,13 @@ describe('LocalExecutor, a job held back for room', () => {
     expect((await first.ended).reason).toBe('canceled');
     expect(await heldId).toBe('');
     expect(held.told).toEqual(['ended']);
+    // Its error says it never ran (the one that ran has the shutdown's usual error).
+    expect(await held.ended).toEqual({
+      exitCode: null,
+      signal: null,
+      reason: 'canceled',
+      detail: NEVER_STARTED,
+    });
+    expect((await first.ended).detail).toBeUndefined();
   });
 });

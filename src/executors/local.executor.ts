@@ -41,6 +41,9 @@ interface Running {
   finished: Promise<JobExit>;
 }
 
+/** The error of a job this executor gave up before starting it, as the worker shut down. */
+export const NEVER_STARTED = 'the worker shut down before the job started; it never ran';
+
 /**
  * Runs each job as a process on this host, in its own process group, with a minimal environment
  * (no service secrets), its work directory as cwd and HOME, a timeout that stops the whole group,
@@ -71,7 +74,9 @@ export class LocalExecutor implements Executor {
     await this.acquire();
     if (this.closed || observer.abandoned?.()) {
       this.release();
-      observer.ended({ exitCode: null, signal: null, reason: 'canceled' });
+      // Closed: the worker shuts down, and the job's error says that it never ran.
+      const detail = this.closed ? { detail: NEVER_STARTED } : {};
+      observer.ended({ exitCode: null, signal: null, reason: 'canceled', ...detail });
       return '';
     }
     let spawned!: Running['spawned'];
