@@ -201,7 +201,13 @@ export class SharedExecutions {
     if (socket.readyState !== OPEN) return;
     const frames = this.framesOf(socket);
     if (frames) frames.push(prefix, payload);
+    else if (socket.bufferedAmount > this.opts.maxBufferBytes) this.closeTooSlow(socket);
     else socket.send(Buffer.concat([prefix, payload, CLOSE_BRACE]), { binary: false });
+  }
+
+  private closeTooSlow(socket: WebSocket): void {
+    this.opts.tooSlow?.();
+    socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
   }
 
   /**
@@ -228,12 +234,8 @@ export class SharedExecutions {
       // A socket closed meanwhile gets nothing after its close frame.
       if (socket.readyState !== OPEN) continue;
       const raw = rawSocket(socket)!;
-      if (raw.writableLength > this.opts.maxBufferBytes) {
-        this.opts.tooSlow?.();
-        socket.close(TOO_SLOW, 'subscriber too slow: too many unsent messages; reconnect to read again');
-        continue;
-      }
-      raw.write(framed(frames));
+      if (raw.writableLength > this.opts.maxBufferBytes) this.closeTooSlow(socket);
+      else raw.write(framed(frames));
     }
     this.outbox.clear();
   }
