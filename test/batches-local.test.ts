@@ -1,4 +1,6 @@
+import { NEVER_STARTED } from '../src/executors/local.executor';
 import { startTestApp, type TestApp } from './helpers/app';
+import { createTestDatabase } from './helpers/db';
 import { deploy } from './helpers/jobs';
 import { until } from './helpers/media';
 
@@ -153,5 +155,110 @@ describe('a chunk of short items on the local executor', () => {
     await completed(who.auth, id);
     await watch;
     expect(most).toBe(1);
+  });
+});
+
+describe('a worker that stops in the middle of a chunk', () => {
+  it('fails the jobs it claimed ahead as never run, queues each again as the same attempt, and another worker runs them', async () => {
+    const env = {
+      LOCAL_EXECUTOR_TRUST: 'any',
+      LOCAL_EXECUTOR_CONCURRENCY: '2',
+      BATCH_MAX_ITEMS: '1000',
+      MAX_QUEUED_JOBS: '2000',
+    };
+    const databaseUrl = await createTestDatabase();
+    const first = await startTestApp(env, { databaseUrl, issuer: t.issuer });
+    let second: TestApp | null = null;
+    let firstClosed = false;
+    const auth = `Bearer ${await t.tokenFor('local-stop')}`;
+    const on = (app: TestApp) => ({
+      sql: <T>(text: string, params: unknown[] = []): Promise<T[]> =>
+        app.runtime.orm.em.fork().execute(text, params),
+    });
+    try {
+      const model = await first
+        .http()
+        .post('/api/v1/models')
+        .set('authorization', auth)
+        .send({ name: 'short', container: 'local', command: 'sleep 0.02 {args}', args: {}, max_retries: 0 });
+      expect(model.status).toBe(201);
+      const ITEMS = 300;
+      const created = await first
+        .http()
+        .post('/api/v1/batches')
+        .set('authorization', auth)
+        .send({
+          name: 'stopped',
+          model_id: model.body.id,
+          inputs: { items: Array.from({ length: ITEMS }, () => ({})) },
+        });
+      expect(created.status).toBe(201);
+      const batchId = created.body.id as string;
+      // Well into the chunk (its pace known, so claimed ahead), the worker stops.
+      await until(
+        () =>
+          on(first).sql<{ n: number }>(
+            `select count(*)::int as n from jobs where batch_id = ? and status = 'succeeded'`,
+            [batchId],
+          ),
+        ([r]) => r.n >= 60,
+        60_000,
+      );
+      await first.close();
+      firstClosed = true;
+      second = await startTestApp(env, { databaseUrl, issuer: t.issuer });
+      const { sql } = on(second);
+      await until(
+        () =>
+          second!
+            .http()
+            .get(`/api/v1/batches/${batchId}`)
+            .set('authorization', auth)
+            .then((r) => r.body),
+        (b) => b.status === 'completed',
+        90_000,
+      );
+      type Row = {
+        id: string;
+        status: string;
+        error: string | null;
+        attempt: number;
+        retry_of: string | null;
+        batch_item: number;
+      };
+      const jobs = await sql<Row>(
+        `select id, status, error, attempt, retry_of, batch_item from jobs where batch_id = ?`,
+        [batchId],
+      );
+      const neverRan = jobs.filter((j) => j.error === NEVER_STARTED);
+      // Claimed ahead and waiting for a slot when the worker stopped: some, and not one of them ran.
+      expect(neverRan.length).toBeGreaterThan(0);
+      const [ran] = await sql<{ n: number }>(
+        `select count(*)::int as n from job_transitions x join jobs j on j.id = x.job_id
+         where j.batch_id = ? and j.error = ? and x.to_status = 'running'`,
+        [batchId, NEVER_STARTED],
+      );
+      expect(ran.n).toBe(0);
+      // Each is queued again as the same attempt (max_retries 0 notwithstanding), and that one ends.
+      for (const j of neverRan) {
+        const again = jobs.filter((r) => r.retry_of === j.id);
+        expect(again).toHaveLength(1);
+        expect(again[0]).toMatchObject({ attempt: j.attempt, batch_item: j.batch_item });
+      }
+      // Every item's latest job ended; those that failed for good had their process stopped by the
+      // shutdown (as many as had a process then: the two slots, and under load some that had just
+      // exited, their exit not read yet).
+      const latest = jobs.filter((j) => !jobs.some((r) => r.retry_of === j.id));
+      expect(new Set(latest.map((j) => j.batch_item)).size).toBe(ITEMS);
+      expect(latest).toHaveLength(ITEMS);
+      for (const j of latest.filter((r) => r.status !== 'succeeded'))
+        expect(j).toMatchObject({
+          status: 'failed',
+          error: expect.stringMatching(/shut down while the job ran/),
+        });
+    } finally {
+      if (!firstClosed) await first.close();
+      await second?.close();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { NEVER_STARTED } from '../src/executors/local.executor';
 import { Deployment } from '../src/jobs/deployment.entity';
 import { startTestApp, type TestApp } from './helpers/app';
 import { alive, BUILTIN, deploy, jobOf, launcherOf, programModel, waitForJob } from './helpers/jobs';
@@ -303,6 +304,36 @@ describe('retries', () => {
       alice,
     );
     expect(after.body.data.deployment.jobs).toEqual([{ infrastructureFailure: false }]);
+  });
+
+  it('queues a job its worker gave up before starting it (a shutdown) again as the same attempt, whatever max_retries says', async () => {
+    // Its own database and no worker: the jobs stay where this test puts them.
+    const api = await startTestApp({ ROLES: 'api', LOCAL_EXECUTOR_TRUST: 'any' }, { issuer: t.issuer });
+    try {
+      const idle = await programModel(api, alice, 'idle', { max_retries: 0 });
+      const { id: deploymentId, jobId } = await deploy(api, alice, idle, {});
+      const { jobs } = api.runtime.services;
+      const worker = '00000000-0000-4000-8000-0000000000bb';
+      expect((await jobs.claimQueued([jobId], worker, 1)).jobs).toHaveLength(1);
+      await jobs.transition(jobId, 'failed', { infrastructure: true, neverRan: true, error: NEVER_STARTED });
+      const attempts = async () =>
+        (
+          await api.gql(
+            'query ($id: ID!) { deployment(id: $id) { jobs { id status attempt retryOfId error } } }',
+            { id: deploymentId },
+            alice,
+          )
+        ).body.data.deployment.jobs as { id: string; status: string; attempt: number; retryOfId: string }[];
+      const [again, first] = await attempts();
+      expect(first).toMatchObject({ id: jobId, status: 'FAILED', attempt: 1, error: NEVER_STARTED });
+      expect(again).toMatchObject({ status: 'QUEUED', attempt: 1, retryOfId: jobId });
+      // The same failure of a job that did run is counted: max_retries 0, so no retry.
+      expect((await jobs.claimQueued([again.id], worker, 1)).jobs).toHaveLength(1);
+      await jobs.transition(again.id, 'failed', { infrastructure: true, error: 'the node failed' });
+      expect((await attempts()).map((j) => j.status)).toEqual(['FAILED', 'FAILED']);
+    } finally {
+      await api.close();
+    }
   });
 
   it('refuses max_retries outside 0 to 10', async () => {

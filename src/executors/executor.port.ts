@@ -55,6 +55,8 @@ export interface JobExit {
    * automatically (the model's `max_retries`).
    */
   infrastructure?: boolean;
+  /** True when the executor gave the job up before starting it (a shutdown): nothing of it ran. */
+  neverRan?: boolean;
 }
 
 /**

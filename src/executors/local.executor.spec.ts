@@ -153,7 +153,17 @@ describe('LocalExecutor, a job held back for room', () => {
       signal: null,
       reason: 'canceled',
       detail: NEVER_STARTED,
+      neverRan: true,
     });
     expect((await first.ended).detail).toBeUndefined();
+  });
+
+  it('never starts one submitted once the executor closed, and says so the same way', async () => {
+    const executor = oneAtATime();
+    await executor.close();
+    const late = observer();
+    expect(await executor.submit(spec(['sh', '-c', 'echo late']), late.observer)).toBe('');
+    expect(await late.ended).toMatchObject({ reason: 'canceled', detail: NEVER_STARTED, neverRan: true });
+    expect(late.told).toEqual(['ended']);
   });
 });

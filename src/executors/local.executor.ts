@@ -65,18 +65,19 @@ export class LocalExecutor implements Executor {
   constructor(private readonly opts: LocalExecutorOptions) {}
 
   async submit(spec: JobSpec, observer: JobObserver): Promise<string> {
-    if (this.closed) throw new Error('the executor is shutting down');
     const [program, ...args] = spec.argv;
     // Own keys only: a program named `constructor` is just a program of that name.
     const [command, ...prefix] = Object.hasOwn(this.opts.programs, program)
       ? this.opts.programs[program]
       : [program];
-    await this.acquire();
+    // Closed already (the worker shuts down as it submits a job it claimed): no slot is taken.
+    const slot = !this.closed;
+    if (slot) await this.acquire();
     if (this.closed || observer.abandoned?.()) {
-      this.release();
-      // Closed: the worker shuts down, and the job's error says that it never ran.
-      const detail = this.closed ? { detail: NEVER_STARTED } : {};
-      observer.ended({ exitCode: null, signal: null, reason: 'canceled', ...detail });
+      if (slot) this.release();
+      // Closed: the worker shuts down; the job never ran (its retry is not counted, JobStore).
+      const never = this.closed ? { detail: NEVER_STARTED, neverRan: true } : {};
+      observer.ended({ exitCode: null, signal: null, reason: 'canceled', ...never });
       return '';
     }
     let spawned!: Running['spawned'];

@@ -354,8 +354,10 @@ export class JobFollow implements JobObserver {
         : this.ctx.jobs.transition(this.job.id, 'succeeded', fields));
       if (moved) return;
       await this.ctx.media.discardJobOutputs(this.job.id);
-    } else if (await this.fail(error, exit.exitCode, this.error === null && infrastructureFailure(exit))) {
-      return;
+    } else {
+      const infrastructure = this.error === null && infrastructureFailure(exit);
+      if (await this.fail(error, exit.exitCode, infrastructure, infrastructure && exit.neverRan === true))
+        return;
     }
     // It ended elsewhere (canceled): keep what it printed; nothing is left to follow.
     await this.ctx.jobs.saveLogTail(this.job.id, this.log.tail());
@@ -365,14 +367,21 @@ export class JobFollow implements JobObserver {
   /**
    * Records the failure. `infrastructure`: the executor, not the program, failed the job (lost,
    * node failure, preemption, worker shutdown); recorded on the job, and the basis of automatic
-   * retries (the model's `max_retries`).
+   * retries (the model's `max_retries`); `neverRan`: nothing of it ran, and its retry is not
+   * counted (TransitionFields).
    */
-  private async fail(error: string, exitCode: number | null, infrastructure = false): Promise<Job | null> {
+  private async fail(
+    error: string,
+    exitCode: number | null,
+    infrastructure = false,
+    neverRan = false,
+  ): Promise<Job | null> {
     const moved = await this.ctx.jobs.transition(this.job.id, 'failed', {
       exitCode,
       error,
       logTail: this.log.tail(),
       infrastructure,
+      neverRan,
     });
     if (moved && infrastructure)
       this.ctx.log.warn(

@@ -89,6 +89,8 @@ export class JobRunner implements LocalWorker {
   private readonly timers: NodeJS.Timeout[] = [];
   /** Jobs this worker has claimed or taken over and not finished with (null while claiming). */
   private readonly following = new Map<string, JobFollow | null>();
+  /** The pauses of untilAvailable under way (rest). */
+  private readonly resting = new Set<() => void>();
   /** Dispatch tasks waiting for a slot; a local batch's chunk claims no more ahead while one does. */
   private readonly waiting: (() => void)[] = [];
   /** Local chunks waiting for one of this worker's jobs to end. */
@@ -251,9 +253,23 @@ export class JobRunner implements LocalWorker {
           { err, retryInMs: wait },
           'the database is unavailable; the job is recorded when it is back',
         );
-        await pause(wait);
+        await this.rest(wait);
       }
     }
+  }
+
+  /** A pause that a stop cuts short (stop() waits for the local jobs' ends to be written). */
+  private rest(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.resting.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.resting.add(done);
+    });
   }
 
   /**
@@ -266,6 +282,7 @@ export class JobRunner implements LocalWorker {
     this.stopServing();
     for (const t of this.timers) clearInterval(t);
     for (const wake of this.waiting.splice(0)) wake();
+    for (const wake of [...this.resting]) wake();
     this.wakeChunks();
     if (this.executor.detached) {
       // Dispatches in flight finish their submission first, so that nothing is half submitted.
@@ -274,6 +291,9 @@ export class JobRunner implements LocalWorker {
       await Promise.all([...this.following.values()].map((f) => f?.release()));
     } else {
       await Promise.all([...this.runners.map((r) => r.stop()), this.executor.close()]);
+      // Their ends written before the database goes: a job stopped here is not left for another
+      // worker's reconciliation to find (`untilAvailable` gives up once stopping).
+      await Promise.all([...this.following.values()].map((f) => f?.done));
     }
     await this.queuePool?.end();
     for (const off of this.offEvents) off();

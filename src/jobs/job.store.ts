@@ -37,6 +37,12 @@ export interface TransitionFields {
    * same statement queues its next attempt.
    */
   infrastructure?: boolean;
+  /**
+   * With `failed` and `infrastructure`: nothing of the job ran (its worker gave it up before
+   * starting it, as it shut down). Its retry is queued whatever `max_retries` says, as the same
+   * attempt: a shutdown costs the job no retry.
+   */
+  neverRan?: boolean;
   /** Made by a caller: its record is written in the same statement, if the job moves. */
   acting?: Acting | null;
 }
@@ -272,9 +278,14 @@ export class JobStore {
         ctes: [
           {
             name: 'src',
-            sql: raw(`select upd.*, null::uuid as new_id, upd.attempt + 1 as new_attempt, upd.deadline_at as new_deadline
-                        from upd where upd.attempt <= upd.max_retries
-                        and (upd.deadline_at is null or upd.deadline_at > now())`),
+            sql: raw(
+              fields.neverRan
+                ? `select upd.*, null::uuid as new_id, upd.attempt as new_attempt, upd.deadline_at as new_deadline
+                     from upd where upd.deadline_at is null or upd.deadline_at > now()`
+                : `select upd.*, null::uuid as new_id, upd.attempt + 1 as new_attempt, upd.deadline_at as new_deadline
+                     from upd where upd.attempt <= upd.max_retries
+                     and (upd.deadline_at is null or upd.deadline_at > now())`,
+            ),
           },
           ...queuedCopyCtes('retry', 'src'),
         ],
@@ -732,7 +743,7 @@ export function setsFor(to: JobStatus, f: TransitionFields): Sql {
  */
 function setsFrom(
   to: JobStatus,
-  v: Record<keyof Omit<TransitionFields, 'publishOutputs' | 'acting'>, Sql>,
+  v: Record<keyof Omit<TransitionFields, 'publishOutputs' | 'acting' | 'neverRan'>, Sql>,
 ): Sql {
   switch (to) {
     case 'starting':
