@@ -1,6 +1,6 @@
 import { DateTimeISO } from '../graphql/graphql.scalars';
 import { encodeCursor } from './pagination';
-import { goTime, isoTime, pgIsoTime, pgTime, PgTimeText } from './time';
+import { goTime, isoTime, Pauses, pgIsoTime, pgTime, PgTimeText } from './time';
 
 describe('isoTime', () => {
   it('prints what toISOString prints, over the years 1970 to 9999', () => {
@@ -127,5 +127,19 @@ describe('PgTimeText', () => {
       expect(encodeCursor({ id: 'x', createdAt: kept })).toBe(encodeCursor({ id: 'x', createdAt: date }));
       expect(JSON.stringify({ kept })).toBe(JSON.stringify({ kept: date }));
     }
+  });
+});
+
+describe('Pauses', () => {
+  it('cuts every pause under way short at once, and forgets those that ended', async () => {
+    const pauses = new Pauses();
+    let ended = 0;
+    const long = [pauses.pause(60_000), pauses.pause(60_000)].map((p) => p.then(() => ended++));
+    await pauses.pause(1); // ends by itself
+    expect(ended).toBe(0);
+    pauses.wakeAll();
+    await Promise.all(long);
+    expect(ended).toBe(2);
+    pauses.wakeAll(); // nothing left to wake
   });
 });

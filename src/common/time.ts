@@ -93,6 +93,27 @@ export function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
+/** Pauses (as `pause`) that a stop or a close cuts short all at once: wakeAll(). */
+export class Pauses {
+  private readonly waking = new Set<() => void>();
+
+  pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waking.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms).unref();
+      this.waking.add(wake);
+    });
+  }
+
+  wakeAll(): void {
+    for (const wake of [...this.waking]) wake();
+  }
+}
+
 /**
  * A timestamptz as the ORM's driver hands it over (text), or a Date, as a Date. PostgreSQL's text
  * in UTC (`2026-11-22 10:15:03.123456+00`, the fraction optional) is read by position, without

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { BatchV1Api, CoreV1Api, KubeConfig, Watch, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../common/logger';
+import { Pauses } from '../common/time';
 import { CONTAINER_NAME } from './kubernetes.manifest';
 
 /** One kind of request the executor makes, as RBAC names it. */
@@ -118,7 +119,7 @@ export class KubernetesClient {
   private readonly core: CoreV1Api;
   private readonly retry: RetryPolicy;
   private closed = false;
-  private readonly sleepers = new Set<() => void>();
+  private readonly pauses = new Pauses();
 
   constructor(private readonly opts: KubernetesClientOptions) {
     this.namespace = opts.namespace;
@@ -130,7 +131,7 @@ export class KubernetesClient {
   /** Stops waiting between retries: calls in progress fail at once. */
   close(): void {
     this.closed = true;
-    for (const wake of this.sleepers) wake();
+    this.pauses.wakeAll();
   }
 
   /** Creates the Job; if one of that name exists (an earlier try), answers that one instead. */
@@ -283,7 +284,7 @@ export class KubernetesClient {
           { call: name, status: err.status, attempt, delayMs: delay, err: err.message },
           'Kubernetes API call failed; retrying',
         );
-        await this.sleep(delay);
+        await this.pauses.pause(delay);
       }
     }
   }
@@ -295,18 +296,6 @@ export class KubernetesClient {
       if (err instanceof KubernetesApiError && err.status === 404) return null;
       throw err;
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
-    });
   }
 }
 

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import { isDatabaseUnavailable } from '../common/errors';
 import type { Logger } from '../common/logger';
-import { pause } from '../common/time';
+import { pause, Pauses } from '../common/time';
 import { boundedPool } from '../db/pg-bounds';
 import type { DeploymentService } from './deployment.service';
 import type { Executor } from '../executors/executor.port';
@@ -89,8 +89,8 @@ export class JobRunner implements LocalWorker {
   private readonly timers: NodeJS.Timeout[] = [];
   /** Jobs this worker has claimed or taken over and not finished with (null while claiming). */
   private readonly following = new Map<string, JobFollow | null>();
-  /** The pauses of untilAvailable under way (rest). */
-  private readonly resting = new Set<() => void>();
+  /** The pauses of untilAvailable, cut short by a stop (which waits for the local jobs' ends). */
+  private readonly pauses = new Pauses();
   /** Dispatch tasks waiting for a slot; a local batch's chunk claims no more ahead while one does. */
   private readonly waiting: (() => void)[] = [];
   /** Local chunks waiting for one of this worker's jobs to end. */
@@ -253,23 +253,9 @@ export class JobRunner implements LocalWorker {
           { err, retryInMs: wait },
           'the database is unavailable; the job is recorded when it is back',
         );
-        await this.rest(wait);
+        await this.pauses.pause(wait);
       }
     }
-  }
-
-  /** A pause that a stop cuts short (stop() waits for the local jobs' ends to be written). */
-  private rest(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.resting.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      this.resting.add(done);
-    });
   }
 
   /**
@@ -282,7 +268,7 @@ export class JobRunner implements LocalWorker {
     this.stopServing();
     for (const t of this.timers) clearInterval(t);
     for (const wake of this.waiting.splice(0)) wake();
-    for (const wake of [...this.resting]) wake();
+    this.pauses.wakeAll();
     this.wakeChunks();
     if (this.executor.detached) {
       // Dispatches in flight finish their submission first, so that nothing is half submitted.
